@@ -1,0 +1,43 @@
+#!/usr/bin/env bash
+# Installs every build and test dependency of oasr (DESIGN.md §5): Debian
+# packages through apt-get and Python packages from PyPI into the project
+# venv (.venv, built on Debian's python3 so it also sees python3-torch).
+# Idempotent: a second run installs nothing new. Nothing else is downloaded.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+APT_PACKAGES=(
+  build-essential cmake ninja-build pkg-config git
+  nlohmann-json3-dev libsndfile1-dev libsoxr-dev libkissfft-dev libopenblas-dev
+  libcli11-dev libspdlog-dev libcpp-httplib-dev libsentencepiece-dev
+  libgtest-dev libgmock-dev libbenchmark-dev
+  python3 python3-venv python3-pip python3-numpy python3-torch python3-torchaudio
+)
+
+as_root() { if [ "$(id -u)" -eq 0 ]; then "$@"; else sudo "$@"; fi; }
+
+missing=()
+for pkg in "${APT_PACKAGES[@]}"; do
+  dpkg-query -W -f='${Status}' "$pkg" 2>/dev/null | grep -q "install ok installed" || missing+=("$pkg")
+done
+if [ ${#missing[@]} -gt 0 ]; then
+  echo "setup: installing Debian packages: ${missing[*]}"
+  as_root apt-get update -qq
+  as_root env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends "${missing[@]}"
+else
+  echo "setup: Debian packages already installed"
+fi
+
+# The venv uses Debian's interpreter with its site-packages visible, so the
+# oracles get python3-torch from apt and only small tools come from PyPI.
+if [ ! -x .venv/bin/python ] || ! .venv/bin/python -c 'import torch' 2>/dev/null; then
+  rm -rf .venv
+  /usr/bin/python3 -m venv --system-site-packages .venv
+fi
+if ! .venv/bin/python -c 'import safetensors' 2>/dev/null; then
+  echo "setup: installing PyPI packages into .venv"
+  .venv/bin/pip install --quiet --disable-pip-version-check -r scripts/requirements.txt
+else
+  echo "setup: PyPI packages already installed"
+fi
+echo "setup: done"

@@ -1,0 +1,64 @@
+#include "core/device.h"
+
+#include <cstdlib>
+#include <cstring>
+
+#include "core/error.h"
+
+namespace oasr {
+
+// Defined in core/cuda/cuda_backend.cc (CUDA builds) or core/no_cuda.cc.
+DeviceBackend& cuda_backend();
+
+std::string Device::str() const {
+  return is_cpu() ? std::string("cpu") : "cuda:" + std::to_string(index);
+}
+
+Device parse_device(const std::string& text) {
+  if (text == "cpu") return Device::cpu();
+  if (text == "cuda") return Device::cuda(0);
+  if (text.rfind("cuda:", 0) == 0) {
+    const std::string idx = text.substr(5);
+    char* end = nullptr;
+    const long value = std::strtol(idx.c_str(), &end, 10);
+    if (!idx.empty() && end != nullptr && *end == '\0' && value >= 0 && value < 1024) {
+      return Device::cuda(static_cast<int>(value));
+    }
+  }
+  OASR_THROW(kInvalidArgument, "unknown device '", text, "'; use cpu, cuda or cuda:N");
+}
+
+namespace {
+
+class CpuBackend final : public DeviceBackend {
+ public:
+  static constexpr size_t kAlignment = 64;
+
+  void* allocate(size_t nbytes, int /*device_index*/) override {
+    // aligned_alloc needs a size that is a multiple of the alignment.
+    const size_t rounded = (nbytes + kAlignment - 1) / kAlignment * kAlignment;
+    void* ptr = std::aligned_alloc(kAlignment, rounded == 0 ? kAlignment : rounded);
+    OASR_CHECK(ptr != nullptr, kOutOfMemory, "CPU allocation of ", nbytes, " bytes failed");
+    return ptr;
+  }
+  void deallocate(void* ptr, size_t /*nbytes*/, int /*device_index*/) override { std::free(ptr); }
+  void copy(void* dst, Device dst_device, const void* src, Device src_device,
+            size_t nbytes) override {
+    OASR_CHECK(dst_device.is_cpu() && src_device.is_cpu(), kInternal,
+               "CPU backend asked to copy to/from ", dst_device.str(), "/", src_device.str());
+    if (nbytes > 0) std::memcpy(dst, src, nbytes);
+  }
+  void memset_zero(void* ptr, size_t nbytes, int /*device_index*/) override {
+    if (nbytes > 0) std::memset(ptr, 0, nbytes);
+  }
+};
+
+}  // namespace
+
+DeviceBackend& device_backend(DeviceType type) {
+  static CpuBackend cpu;
+  if (type == DeviceType::kCPU) return cpu;
+  return cuda_backend();
+}
+
+}  // namespace oasr

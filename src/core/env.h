@@ -1,0 +1,31 @@
+// The one place oasr reads environment variables (DESIGN.md §1). Every
+// variable the engine understands is declared here with its meaning, so a
+// reader can find all of them in one file.
+#pragma once
+
+#include <optional>
+#include <string>
+#include <vector>
+
+namespace oasr::env {
+
+struct Variable {
+  const char* name;
+  const char* meaning;
+};
+
+// All variables oasr reads (for `oasr --help-env` and docs).
+const std::vector<Variable>& known_variables();
+
+// Raw lookup; returns nullopt when unset. Refuses (kInternal) a name that is
+// not declared in known_variables(), so no stray getenv creeps in.
+std::optional<std::string> get(const std::string& name);
+
+// Typed helpers. A set-but-malformed value is an oasr::Error naming the
+// variable and the accepted values.
+std::string get_string(const std::string& name, const std::string& fallback);
+bool get_bool(const std::string& name, bool fallback);
+std::string get_choice(const std::string& name, const std::vector<std::string>& choices,
+                       const std::string& fallback);
+
+}  // namespace oasr::env

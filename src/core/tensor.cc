@@ -1,0 +1,406 @@
+#include "core/tensor.h"
+
+#include <cmath>
+#include <cstring>
+#include <sstream>
+
+#include "core/error.h"
+
+namespace oasr {
+
+std::string shape_str(const Shape& shape) {
+  std::ostringstream out;
+  out << '[';
+  for (size_t i = 0; i < shape.size(); ++i) out << (i ? ", " : "") << shape[i];
+  out << ']';
+  return out.str();
+}
+
+int64_t shape_numel(const Shape& shape) {
+  int64_t n = 1;
+  for (int64_t d : shape) n *= d;
+  return n;
+}
+
+Shape contiguous_strides(const Shape& shape) {
+  Shape strides(shape.size());
+  int64_t stride = 1;
+  for (size_t i = shape.size(); i-- > 0;) {
+    strides[i] = stride;
+    stride *= std::max<int64_t>(shape[i], 1);
+  }
+  return strides;
+}
+
+void throw_from_vector_size_mismatch(size_t got, const Shape& shape) {
+  OASR_THROW(kInvalidArgument, "from_vector: ", got, " values cannot fill shape ",
+             shape_str(shape), " (", shape_numel(shape), " elements)");
+}
+
+// ---- Storage ---------------------------------------------------------------
+
+std::shared_ptr<Storage> Storage::allocate(size_t nbytes, Device device) {
+  void* data = device_backend(device.type).allocate(nbytes, device.index);
+  return std::shared_ptr<Storage>(new Storage(data, nbytes, device, true, nullptr));
+}
+
+std::shared_ptr<Storage> Storage::borrow(void* data, size_t nbytes, Device device,
+                                         std::shared_ptr<const void> owner) {
+  return std::shared_ptr<Storage>(new Storage(data, nbytes, device, false, std::move(owner)));
+}
+
+Storage::~Storage() {
+  if (owned_ && data_ != nullptr) {
+    device_backend(device_.type).deallocate(data_, nbytes_, device_.index);
+  }
+}
+
+// ---- construction -----------------------------------------------------------
+
+namespace {
+void check_shape(const Shape& shape) {
+  for (int64_t d : shape) {
+    OASR_CHECK(d >= 0, kInvalidArgument, "negative dimension in shape ", shape_str(shape));
+  }
+}
+}  // namespace
+
+Tensor Tensor::empty(const Shape& shape, DType dtype, Device device) {
+  check_shape(shape);
+  Tensor t;
+  t.storage_ = Storage::allocate(static_cast<size_t>(shape_numel(shape)) * dtype_size(dtype),
+                                 device);
+  t.shape_ = shape;
+  t.strides_ = contiguous_strides(shape);
+  t.dtype_ = dtype;
+  return t;
+}
+
+Tensor Tensor::zeros(const Shape& shape, DType dtype, Device device) {
+  Tensor t = empty(shape, dtype, device);
+  device_backend(device.type).memset_zero(t.raw_data(), t.nbytes(), device.index);
+  return t;
+}
+
+Tensor Tensor::full(const Shape& shape, float value, DType dtype) {
+  Tensor t = empty(shape, DType::kF32);
+  std::fill(t.data<float>(), t.data<float>() + t.numel(), value);
+  return dtype == DType::kF32 ? t : t.to(dtype);
+}
+
+Tensor Tensor::from_storage(std::shared_ptr<Storage> storage, size_t byte_offset,
+                            const Shape& shape, DType dtype) {
+  check_shape(shape);
+  const size_t needed = static_cast<size_t>(shape_numel(shape)) * dtype_size(dtype);
+  OASR_CHECK(storage != nullptr, kInternal, "from_storage: null storage");
+  OASR_CHECK(byte_offset + needed <= storage->nbytes(), kInvalidArgument,
+             "from_storage: ", dtype_name(dtype), shape_str(shape), " at byte ", byte_offset,
+             " does not fit in ", storage->nbytes(), " bytes");
+  Tensor t;
+  t.storage_ = std::move(storage);
+  t.byte_offset_ = byte_offset;
+  t.shape_ = shape;
+  t.strides_ = contiguous_strides(shape);
+  t.dtype_ = dtype;
+  return t;
+}
+
+// ---- accessors --------------------------------------------------------------
+
+namespace {
+int64_t wrap_dim(int64_t d, int64_t rank, const char* what) {
+  const int64_t wrapped = d < 0 ? d + rank : d;
+  OASR_CHECK(wrapped >= 0 && wrapped < rank, kInvalidArgument, what, ": dimension ", d,
+             " is out of range for a ", rank, "-d tensor");
+  return wrapped;
+}
+}  // namespace
+
+int64_t Tensor::size(int64_t d) const { return shape_[wrap_dim(d, dim(), "size")]; }
+
+Device Tensor::device() const { return storage_ ? storage_->device() : Device::cpu(); }
+
+bool Tensor::is_contiguous() const {
+  int64_t expected = 1;
+  for (size_t i = shape_.size(); i-- > 0;) {
+    if (shape_[i] == 1) continue;
+    if (strides_[i] != expected) return false;
+    expected *= shape_[i];
+  }
+  return true;
+}
+
+void* Tensor::raw_data() const {
+  OASR_CHECK(defined(), kInvalidArgument, "access to an undefined tensor");
+  return static_cast<char*>(storage_->data()) + byte_offset_;
+}
+
+void Tensor::check_dtype(DType expected, const char* what) const {
+  OASR_CHECK(dtype_ == expected, kInvalidArgument, what, ": tensor is ", dtype_name(dtype_),
+             ", requested ", dtype_name(expected));
+}
+
+namespace {
+// Converts the element at `p` to double (exact for every dtype but int64 > 2^53).
+double load_as_double(const void* p, DType dtype) {
+  switch (dtype) {
+    case DType::kF32: return *static_cast<const float*>(p);
+    case DType::kF16: return to_float(*static_cast<const Half*>(p));
+    case DType::kBF16: return to_float(*static_cast<const BFloat16*>(p));
+    case DType::kF8E4M3: return to_float(*static_cast<const Float8E4M3*>(p));
+    case DType::kI8: return *static_cast<const int8_t*>(p);
+    case DType::kU8: return *static_cast<const uint8_t*>(p);
+    case DType::kI32: return *static_cast<const int32_t*>(p);
+    case DType::kI64: return static_cast<double>(*static_cast<const int64_t*>(p));
+  }
+  return 0;
+}
+}  // namespace
+
+float Tensor::item_float(const std::vector<int64_t>& index) const {
+  OASR_CHECK(device().is_cpu(), kInvalidArgument, "item_float needs a CPU tensor, got ",
+             device().str());
+  OASR_CHECK(static_cast<int64_t>(index.size()) == dim(), kInvalidArgument,
+             "item_float: index of rank ", index.size(), " for a ", dim(), "-d tensor");
+  int64_t offset = 0;
+  for (size_t i = 0; i < index.size(); ++i) {
+    OASR_CHECK(index[i] >= 0 && index[i] < shape_[i], kInvalidArgument, "item_float: index ",
+               index[i], " out of range for dimension ", i, " of size ", shape_[i]);
+    offset += index[i] * strides_[i];
+  }
+  const char* base = static_cast<const char*>(raw_data());
+  return static_cast<float>(load_as_double(base + offset * element_size(), dtype_));
+}
+
+// ---- views ------------------------------------------------------------------
+
+Tensor Tensor::view(const Shape& requested) const {
+  OASR_CHECK(is_contiguous(), kInvalidArgument, "view of a non-contiguous tensor ", str(),
+             "; call contiguous() or reshape()");
+  Shape shape = requested;
+  int64_t inferred = -1;
+  int64_t known = 1;
+  for (size_t i = 0; i < shape.size(); ++i) {
+    if (shape[i] == -1) {
+      OASR_CHECK(inferred < 0, kInvalidArgument, "view: more than one -1 in ",
+                 shape_str(requested));
+      inferred = static_cast<int64_t>(i);
+    } else {
+      OASR_CHECK(shape[i] >= 0, kInvalidArgument, "view: bad shape ", shape_str(requested));
+      known *= shape[i];
+    }
+  }
+  if (inferred >= 0) {
+    OASR_CHECK(known != 0 && numel() % known == 0, kInvalidArgument, "view: cannot infer -1 in ",
+               shape_str(requested), " for ", numel(), " elements");
+    shape[inferred] = numel() / known;
+  }
+  OASR_CHECK(shape_numel(shape) == numel(), kInvalidArgument, "view: shape ",
+             shape_str(requested), " does not hold ", numel(), " elements of ", str());
+  Tensor t = *this;
+  t.shape_ = shape;
+  t.strides_ = contiguous_strides(shape);
+  return t;
+}
+
+Tensor Tensor::reshape(const Shape& shape) const {
+  return is_contiguous() ? view(shape) : contiguous().view(shape);
+}
+
+Tensor Tensor::slice(int64_t d, int64_t start, int64_t end) const {
+  d = wrap_dim(d, dim(), "slice");
+  OASR_CHECK(0 <= start && start <= end && end <= shape_[d], kInvalidArgument, "slice [", start,
+             ", ", end, ") is outside dimension ", d, " of size ", shape_[d]);
+  Tensor t = *this;
+  t.byte_offset_ += static_cast<size_t>(start * strides_[d]) * element_size();
+  t.shape_[d] = end - start;
+  return t;
+}
+
+Tensor Tensor::select(int64_t d, int64_t index) const {
+  d = wrap_dim(d, dim(), "select");
+  OASR_CHECK(0 <= index && index < shape_[d], kInvalidArgument, "select index ", index,
+             " is outside dimension ", d, " of size ", shape_[d]);
+  Tensor t = slice(d, index, index + 1);
+  t.shape_.erase(t.shape_.begin() + d);
+  t.strides_.erase(t.strides_.begin() + d);
+  return t;
+}
+
+Tensor Tensor::transpose(int64_t d0, int64_t d1) const {
+  d0 = wrap_dim(d0, dim(), "transpose");
+  d1 = wrap_dim(d1, dim(), "transpose");
+  Tensor t = *this;
+  std::swap(t.shape_[d0], t.shape_[d1]);
+  std::swap(t.strides_[d0], t.strides_[d1]);
+  return t;
+}
+
+Tensor Tensor::unsqueeze(int64_t d) const {
+  d = wrap_dim(d, dim() + 1, "unsqueeze");
+  Tensor t = *this;
+  const int64_t stride = d < dim() ? strides_[d] * shape_[d] : 1;
+  t.shape_.insert(t.shape_.begin() + d, 1);
+  t.strides_.insert(t.strides_.begin() + d, stride);
+  return t;
+}
+
+// ---- copies -----------------------------------------------------------------
+
+namespace {
+// Calls fn(dst_offset_elems, src_offset_elems) for every element, in row-major
+// order of `shape`, with the given strides.
+template <typename Fn>
+void for_each_index(const Shape& shape, const Shape& dst_strides, const Shape& src_strides,
+                    Fn&& fn) {
+  const int64_t rank = static_cast<int64_t>(shape.size());
+  const int64_t n = shape_numel(shape);
+  if (n == 0) return;
+  std::vector<int64_t> index(rank, 0);
+  int64_t dst = 0;
+  int64_t src = 0;
+  for (int64_t i = 0; i < n; ++i) {
+    fn(dst, src);
+    for (int64_t d = rank - 1; d >= 0; --d) {
+      if (++index[d] < shape[d]) {
+        dst += dst_strides[d];
+        src += src_strides[d];
+        break;
+      }
+      dst -= dst_strides[d] * (shape[d] - 1);
+      src -= src_strides[d] * (shape[d] - 1);
+      index[d] = 0;
+    }
+  }
+}
+}  // namespace
+
+void Tensor::copy_(const Tensor& src) {
+  OASR_CHECK(defined() && src.defined(), kInvalidArgument, "copy_ with an undefined tensor");
+  OASR_CHECK(shape_ == src.shape_, kInvalidArgument, "copy_: shape ", shape_str(src.shape_),
+             " into ", shape_str(shape_));
+  OASR_CHECK(dtype_ == src.dtype_, kInvalidArgument, "copy_: dtype ", dtype_name(src.dtype_),
+             " into ", dtype_name(dtype_), "; convert with to(dtype) first");
+  if (is_contiguous() && src.is_contiguous()) {
+    const Device dst_dev = device();
+    const Device src_dev = src.device();
+    DeviceBackend& backend = device_backend(dst_dev.is_cuda() ? dst_dev.type : src_dev.type);
+    backend.copy(raw_data(), dst_dev, src.raw_data(), src_dev, nbytes());
+    return;
+  }
+  OASR_CHECK(device().is_cpu() && src.device().is_cpu(), kUnsupported,
+             "copy_ between non-contiguous tensors is CPU-only; call contiguous() first");
+  const size_t elem = element_size();
+  char* dst_base = static_cast<char*>(raw_data());
+  const char* src_base = static_cast<const char*>(src.raw_data());
+  for_each_index(shape_, strides_, src.strides_, [&](int64_t d, int64_t s) {
+    std::memcpy(dst_base + d * elem, src_base + s * elem, elem);
+  });
+}
+
+Tensor Tensor::contiguous() const {
+  if (is_contiguous()) return *this;
+  return clone();
+}
+
+Tensor Tensor::clone() const {
+  Tensor out = empty(shape_, dtype_, device());
+  out.copy_(*this);
+  return out;
+}
+
+Tensor Tensor::to(Device target) const {
+  if (target == device()) return *this;
+  const Tensor src = contiguous();
+  Tensor out = empty(shape_, dtype_, target);
+  out.copy_(src);
+  return out;
+}
+
+namespace {
+template <typename Dst, typename Convert>
+void convert_all(const Tensor& src, Tensor& dst, Convert&& convert) {
+  Dst* out = dst.data<Dst>();
+  const char* in = static_cast<const char*>(src.raw_data());
+  const size_t elem = src.element_size();
+  const DType dtype = src.dtype();
+  const int64_t n = src.numel();
+  for (int64_t i = 0; i < n; ++i) out[i] = convert(in + i * elem, dtype);
+}
+
+float load_as_float(const void* p, DType dtype) {
+  switch (dtype) {
+    case DType::kF32: return *static_cast<const float*>(p);
+    case DType::kF16: return to_float(*static_cast<const Half*>(p));
+    case DType::kBF16: return to_float(*static_cast<const BFloat16*>(p));
+    case DType::kF8E4M3: return to_float(*static_cast<const Float8E4M3*>(p));
+    default: return static_cast<float>(load_as_double(p, dtype));
+  }
+}
+
+// Float -> integer follows C++/PyTorch: truncate toward zero, then wrap to
+// the target width through int64 (NaN and out-of-int64 values become 0).
+int64_t load_as_int64(const void* p, DType dtype) {
+  switch (dtype) {
+    case DType::kI8: return *static_cast<const int8_t*>(p);
+    case DType::kU8: return *static_cast<const uint8_t*>(p);
+    case DType::kI32: return *static_cast<const int32_t*>(p);
+    case DType::kI64: return *static_cast<const int64_t*>(p);
+    default: {
+      const double v = load_as_double(p, dtype);
+      if (!(std::fabs(v) < 9.2e18)) return 0;
+      return static_cast<int64_t>(v);
+    }
+  }
+}
+}  // namespace
+
+Tensor Tensor::to(DType target) const {
+  if (target == dtype_) return *this;
+  OASR_CHECK(device().is_cpu(), kUnsupported, "dtype conversion of a ", device().str(),
+             " tensor is not available yet; move it to the CPU first");
+  const Tensor src = contiguous();
+  Tensor out = empty(shape_, target);
+  switch (target) {
+    case DType::kF32:
+      convert_all<float>(src, out, load_as_float);
+      break;
+    case DType::kF16:
+      convert_all<Half>(src, out, [](const void* p, DType d) { return to_half(load_as_float(p, d)); });
+      break;
+    case DType::kBF16:
+      convert_all<BFloat16>(
+          src, out, [](const void* p, DType d) { return to_bfloat16(load_as_float(p, d)); });
+      break;
+    case DType::kF8E4M3:
+      convert_all<Float8E4M3>(src, out,
+                              [](const void* p, DType d) { return to_e4m3(load_as_float(p, d)); });
+      break;
+    case DType::kI8:
+      convert_all<int8_t>(src, out, [](const void* p, DType d) {
+        return static_cast<int8_t>(load_as_int64(p, d));
+      });
+      break;
+    case DType::kU8:
+      convert_all<uint8_t>(src, out, [](const void* p, DType d) {
+        return static_cast<uint8_t>(load_as_int64(p, d));
+      });
+      break;
+    case DType::kI32:
+      convert_all<int32_t>(src, out, [](const void* p, DType d) {
+        return static_cast<int32_t>(load_as_int64(p, d));
+      });
+      break;
+    case DType::kI64:
+      convert_all<int64_t>(src, out, load_as_int64);
+      break;
+  }
+  return out;
+}
+
+std::string Tensor::str() const {
+  if (!defined()) return "undefined";
+  return std::string(dtype_name(dtype_)) + shape_str(shape_) + " " + device().str();
+}
+
+}  // namespace oasr

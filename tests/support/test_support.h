@@ -1,0 +1,50 @@
+// Shared helpers for oasr's tests: oracle data loading, CUDA skipping,
+// temporary directories, comparison with tolerances.
+#pragma once
+
+#include <gtest/gtest.h>
+
+#include <filesystem>
+#include <string>
+
+#include "core/tensor.h"
+
+namespace oasr::testing {
+
+// Skips the current test when no GPU is visible (CI has none).
+#define OASR_SKIP_WITHOUT_CUDA()                                      \
+  do {                                                                \
+    if (!::oasr::cuda_available()) GTEST_SKIP() << "no CUDA device"; \
+  } while (0)
+
+// The directory an oracle generator wrote (env OASR_ORACLE_DIR, set by ctest).
+std::filesystem::path oracle_dir();
+
+// A fresh directory under the build tree, removed when the object dies.
+class TempDir {
+ public:
+  TempDir();
+  ~TempDir();
+  const std::filesystem::path& path() const { return path_; }
+
+ private:
+  std::filesystem::path path_;
+};
+
+// Elementwise |a - b| <= atol + rtol * |b| over two float tensors of equal
+// shape (any float dtype; compared in float32). Reports the worst element.
+::testing::AssertionResult all_close(const Tensor& actual, const Tensor& expected, float atol,
+                                     float rtol);
+
+// Bitwise equality of two tensors (same dtype, shape and bytes).
+::testing::AssertionResult bit_equal(const Tensor& actual, const Tensor& expected);
+
+// Runs a shell command, returns exit status and captured stdout+stderr.
+struct CommandResult {
+  int exit_code;
+  bool signaled;
+  std::string output;
+};
+CommandResult run_command(const std::string& command);
+
+}  // namespace oasr::testing
