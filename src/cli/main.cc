@@ -3,24 +3,56 @@
 #include <CLI/CLI.hpp>
 
 #include <iostream>
+#include <string>
+#include <vector>
 
+#include "cli/command.h"
 #include "core/error.h"
+
+namespace {
+
+// Error messages go out as exactly one line, whatever they contain.
+std::string single_line(std::string text) {
+  for (char& c : text) {
+    if (c == '\n' || c == '\r') c = ' ';
+  }
+  return text;
+}
+
+}  // namespace
 
 int main(int argc, char** argv) {
   CLI::App app{"oasr: 8-bit speech recognition inference"};
   app.set_version_flag("--version", std::string("oasr ") + OASR_VERSION);
   app.require_subcommand(0, 1);
+  std::vector<oasr::cli::Command> commands;
+  commands.push_back(oasr::cli::add_info_command(app));
   try {
     app.parse(argc, argv);
-  } catch (const CLI::ParseError& e) {
+  } catch (const CLI::CallForHelp& e) {
     return app.exit(e);
+  } catch (const CLI::CallForAllHelp& e) {
+    return app.exit(e);
+  } catch (const CLI::CallForVersion& e) {
+    return app.exit(e);
+  } catch (const CLI::ParseError& e) {
+    // Usage errors follow the same one-line contract as runtime errors.
+    std::cerr << "oasr: error: " << single_line(e.what()) << " (see 'oasr --help')\n";
+    return 2;
   }
   try {
-    if (app.get_subcommands().empty()) {
-      std::cout << app.help();
+    for (const oasr::cli::Command& command : commands) {
+      if (command.app->parsed()) {
+        command.run();
+        return 0;
+      }
     }
+    std::cout << app.help();
   } catch (const oasr::Error& e) {
-    std::cerr << "oasr: error: " << e.what() << "\n";
+    std::cerr << "oasr: error: " << single_line(e.what()) << "\n";
+    return 1;
+  } catch (const std::exception& e) {
+    std::cerr << "oasr: internal error: " << single_line(e.what()) << "\n";
     return 1;
   }
   return 0;

@@ -3,6 +3,7 @@
 #include <cstdlib>
 #include <cstring>
 
+#include "core/convert_element.h"
 #include "core/error.h"
 
 namespace oasr {
@@ -50,6 +51,16 @@ class CpuBackend final : public DeviceBackend {
   }
   void memset_zero(void* ptr, size_t nbytes, int /*device_index*/) override {
     if (nbytes > 0) std::memset(ptr, 0, nbytes);
+  }
+  void convert_dtype(const void* src, DType src_dtype, void* dst, DType dst_dtype, int64_t n,
+                     int /*device_index*/) override {
+    const auto* in = static_cast<const char*>(src);
+    auto* out = static_cast<char*>(dst);
+    const size_t in_size = dtype_size(src_dtype);
+    const size_t out_size = dtype_size(dst_dtype);
+    for (int64_t i = 0; i < n; ++i) {
+      convert_element(in + i * in_size, src_dtype, out + i * out_size, dst_dtype);
+    }
   }
 };
 

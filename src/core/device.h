@@ -4,7 +4,10 @@
 #pragma once
 
 #include <cstddef>
+#include <cstdint>
 #include <string>
+
+#include "core/dtype.h"
 
 namespace oasr {
 
@@ -35,6 +38,10 @@ class DeviceBackend {
   virtual void copy(void* dst, Device dst_device, const void* src, Device src_device,
                     size_t nbytes) = 0;
   virtual void memset_zero(void* ptr, size_t nbytes, int device_index) = 0;
+  // Converts n contiguous elements in place on this device, element by
+  // element with core/convert_element.h (identical bits on every device).
+  virtual void convert_dtype(const void* src, DType src_dtype, void* dst, DType dst_dtype,
+                             int64_t n, int device_index) = 0;
 };
 
 // The backend serving a device type. For CUDA in a build without CUDA (or on

@@ -4,6 +4,7 @@
 #include <cstring>
 #include <sstream>
 
+#include "core/convert_element.h"
 #include "core/error.h"
 
 namespace oasr {
@@ -140,22 +141,6 @@ void Tensor::check_dtype(DType expected, const char* what) const {
              ", requested ", dtype_name(expected));
 }
 
-namespace {
-// Converts the element at `p` to double (exact for every dtype but int64 > 2^53).
-double load_as_double(const void* p, DType dtype) {
-  switch (dtype) {
-    case DType::kF32: return *static_cast<const float*>(p);
-    case DType::kF16: return to_float(*static_cast<const Half*>(p));
-    case DType::kBF16: return to_float(*static_cast<const BFloat16*>(p));
-    case DType::kF8E4M3: return to_float(*static_cast<const Float8E4M3*>(p));
-    case DType::kI8: return *static_cast<const int8_t*>(p);
-    case DType::kU8: return *static_cast<const uint8_t*>(p);
-    case DType::kI32: return *static_cast<const int32_t*>(p);
-    case DType::kI64: return static_cast<double>(*static_cast<const int64_t*>(p));
-  }
-  return 0;
-}
-}  // namespace
 
 float Tensor::item_float(const std::vector<int64_t>& index) const {
   OASR_CHECK(device().is_cpu(), kInvalidArgument, "item_float needs a CPU tensor, got ",
@@ -169,7 +154,7 @@ float Tensor::item_float(const std::vector<int64_t>& index) const {
     offset += index[i] * strides_[i];
   }
   const char* base = static_cast<const char*>(raw_data());
-  return static_cast<float>(load_as_double(base + offset * element_size(), dtype_));
+  return load_element_as_float(base + offset * element_size(), dtype_);
 }
 
 // ---- views ------------------------------------------------------------------
@@ -317,84 +302,12 @@ Tensor Tensor::to(Device target) const {
   return out;
 }
 
-namespace {
-template <typename Dst, typename Convert>
-void convert_all(const Tensor& src, Tensor& dst, Convert&& convert) {
-  Dst* out = dst.data<Dst>();
-  const char* in = static_cast<const char*>(src.raw_data());
-  const size_t elem = src.element_size();
-  const DType dtype = src.dtype();
-  const int64_t n = src.numel();
-  for (int64_t i = 0; i < n; ++i) out[i] = convert(in + i * elem, dtype);
-}
-
-float load_as_float(const void* p, DType dtype) {
-  switch (dtype) {
-    case DType::kF32: return *static_cast<const float*>(p);
-    case DType::kF16: return to_float(*static_cast<const Half*>(p));
-    case DType::kBF16: return to_float(*static_cast<const BFloat16*>(p));
-    case DType::kF8E4M3: return to_float(*static_cast<const Float8E4M3*>(p));
-    default: return static_cast<float>(load_as_double(p, dtype));
-  }
-}
-
-// Float -> integer follows C++/PyTorch: truncate toward zero, then wrap to
-// the target width through int64 (NaN and out-of-int64 values become 0).
-int64_t load_as_int64(const void* p, DType dtype) {
-  switch (dtype) {
-    case DType::kI8: return *static_cast<const int8_t*>(p);
-    case DType::kU8: return *static_cast<const uint8_t*>(p);
-    case DType::kI32: return *static_cast<const int32_t*>(p);
-    case DType::kI64: return *static_cast<const int64_t*>(p);
-    default: {
-      const double v = load_as_double(p, dtype);
-      if (!(std::fabs(v) < 9.2e18)) return 0;
-      return static_cast<int64_t>(v);
-    }
-  }
-}
-}  // namespace
-
 Tensor Tensor::to(DType target) const {
   if (target == dtype_) return *this;
-  OASR_CHECK(device().is_cpu(), kUnsupported, "dtype conversion of a ", device().str(),
-             " tensor is not available yet; move it to the CPU first");
   const Tensor src = contiguous();
-  Tensor out = empty(shape_, target);
-  switch (target) {
-    case DType::kF32:
-      convert_all<float>(src, out, load_as_float);
-      break;
-    case DType::kF16:
-      convert_all<Half>(src, out, [](const void* p, DType d) { return to_half(load_as_float(p, d)); });
-      break;
-    case DType::kBF16:
-      convert_all<BFloat16>(
-          src, out, [](const void* p, DType d) { return to_bfloat16(load_as_float(p, d)); });
-      break;
-    case DType::kF8E4M3:
-      convert_all<Float8E4M3>(src, out,
-                              [](const void* p, DType d) { return to_e4m3(load_as_float(p, d)); });
-      break;
-    case DType::kI8:
-      convert_all<int8_t>(src, out, [](const void* p, DType d) {
-        return static_cast<int8_t>(load_as_int64(p, d));
-      });
-      break;
-    case DType::kU8:
-      convert_all<uint8_t>(src, out, [](const void* p, DType d) {
-        return static_cast<uint8_t>(load_as_int64(p, d));
-      });
-      break;
-    case DType::kI32:
-      convert_all<int32_t>(src, out, [](const void* p, DType d) {
-        return static_cast<int32_t>(load_as_int64(p, d));
-      });
-      break;
-    case DType::kI64:
-      convert_all<int64_t>(src, out, load_as_int64);
-      break;
-  }
+  Tensor out = empty(shape_, target, device());
+  device_backend(device().type)
+      .convert_dtype(src.raw_data(), dtype_, out.raw_data(), target, numel(), device().index);
   return out;
 }
 

@@ -1,0 +1,20 @@
+// A subcommand of the oasr CLI: the CLI11 sub-app that parses its flags and
+// the action that runs it. Actions run after parsing, inside main's error
+// handling, so an oasr::Error becomes one stderr line and exit code 1.
+#pragma once
+
+#include <CLI/CLI.hpp>
+
+#include <functional>
+
+namespace oasr::cli {
+
+struct Command {
+  CLI::App* app;
+  std::function<void()> run;
+};
+
+// One registration function per subcommand (one file each).
+Command add_info_command(CLI::App& parent);  // info_command.cc
+
+}  // namespace oasr::cli

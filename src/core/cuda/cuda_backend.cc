@@ -1,0 +1,140 @@
+// The CUDA device backend: stream-ordered, caching allocation through the
+// device's default memory pool (cudaMallocAsync), whose release threshold is
+// raised so freed blocks are kept for reuse instead of returned to the driver
+// at every synchronisation. All work is ordered on the legacy default stream
+// until the engine introduces its own streams.
+#include <cuda_runtime_api.h>
+
+#include <cstdint>
+#include <mutex>
+#include <vector>
+
+#include "core/cuda/cuda_check.h"
+#include "core/device.h"
+
+namespace oasr {
+
+// core/cuda/convert.cu
+void cuda_convert_dtype(const void* src, DType src_dtype, void* dst, DType dst_dtype, int64_t n,
+                        int device_index);
+
+namespace {
+
+class DeviceGuard {
+ public:
+  explicit DeviceGuard(int index) {
+    OASR_CUDA_CHECK(cudaGetDevice(&previous_));
+    if (previous_ != index) OASR_CUDA_CHECK(cudaSetDevice(index));
+    changed_ = previous_ != index;
+  }
+  ~DeviceGuard() {
+    if (changed_) cudaSetDevice(previous_);
+  }
+  DeviceGuard(const DeviceGuard&) = delete;
+  DeviceGuard& operator=(const DeviceGuard&) = delete;
+
+ private:
+  int previous_ = 0;
+  bool changed_ = false;
+};
+
+class CudaBackend final : public DeviceBackend {
+ public:
+  void* allocate(size_t nbytes, int device_index) override {
+    check_index(device_index);
+    DeviceGuard guard(device_index);
+    configure_pool_once(device_index);
+    void* ptr = nullptr;
+    // cudaMallocAsync returns 256-byte aligned blocks (>= the 64 we promise).
+    const cudaError_t status = cudaMallocAsync(&ptr, nbytes == 0 ? 1 : nbytes, cudaStreamLegacy);
+    if (status == cudaErrorMemoryAllocation) {
+      cudaGetLastError();  // clear the sticky-free error state
+      OASR_THROW(kOutOfMemory, "CUDA allocation of ", nbytes, " bytes on cuda:", device_index,
+                 " failed: out of device memory");
+    }
+    OASR_CUDA_CHECK(status);
+    return ptr;
+  }
+
+  void deallocate(void* ptr, size_t /*nbytes*/, int device_index) override {
+    DeviceGuard guard(device_index);
+    cudaFreeAsync(ptr, cudaStreamLegacy);  // destructor path: never throw
+  }
+
+  void copy(void* dst, Device dst_device, const void* src, Device src_device,
+            size_t nbytes) override {
+    if (nbytes == 0) return;
+    cudaMemcpyKind kind = cudaMemcpyDeviceToDevice;
+    if (dst_device.is_cpu() && src_device.is_cuda()) kind = cudaMemcpyDeviceToHost;
+    if (dst_device.is_cuda() && src_device.is_cpu()) kind = cudaMemcpyHostToDevice;
+    OASR_CHECK(!(dst_device.is_cpu() && src_device.is_cpu()), kInternal,
+               "CUDA backend asked for a host-to-host copy");
+    const int index = dst_device.is_cuda() ? dst_device.index : src_device.index;
+    DeviceGuard guard(index);
+    if (dst_device.is_cuda() && src_device.is_cuda() && dst_device.index != src_device.index) {
+      OASR_CUDA_CHECK(cudaMemcpyPeer(dst, dst_device.index, src, src_device.index, nbytes));
+      return;
+    }
+    // Synchronous with respect to the host, so a host tensor is complete on return.
+    OASR_CUDA_CHECK(cudaMemcpy(dst, src, nbytes, kind));
+  }
+
+  void memset_zero(void* ptr, size_t nbytes, int device_index) override {
+    if (nbytes == 0) return;
+    DeviceGuard guard(device_index);
+    OASR_CUDA_CHECK(cudaMemsetAsync(ptr, 0, nbytes, cudaStreamLegacy));
+  }
+
+  void convert_dtype(const void* src, DType src_dtype, void* dst, DType dst_dtype, int64_t n,
+                     int device_index) override {
+    DeviceGuard guard(device_index);
+    cuda_convert_dtype(src, src_dtype, dst, dst_dtype, n, device_index);
+  }
+
+ private:
+  static void check_index(int device_index) {
+    const int count = cuda_device_count();
+    OASR_CHECK(count > 0, kUnsupported,
+               "no CUDA device is visible (check the driver and CUDA_VISIBLE_DEVICES), "
+               "or run with --device cpu");
+    OASR_CHECK(device_index >= 0 && device_index < count, kInvalidArgument, "cuda:",
+               device_index, " does not exist; this machine has ", count, " CUDA device(s)");
+  }
+
+  void configure_pool_once(int device_index) {
+    std::lock_guard<std::mutex> lock(mutex_);
+    if (static_cast<int>(configured_.size()) <= device_index) {
+      configured_.resize(device_index + 1, false);
+    }
+    if (configured_[device_index]) return;
+    cudaMemPool_t pool;
+    OASR_CUDA_CHECK(cudaDeviceGetDefaultMemPool(&pool, device_index));
+    uint64_t keep_everything = UINT64_MAX;
+    OASR_CUDA_CHECK(
+        cudaMemPoolSetAttribute(pool, cudaMemPoolAttrReleaseThreshold, &keep_everything));
+    configured_[device_index] = true;
+  }
+
+  std::mutex mutex_;
+  std::vector<bool> configured_;
+};
+
+}  // namespace
+
+DeviceBackend& cuda_backend() {
+  static CudaBackend backend;
+  return backend;
+}
+
+int cuda_device_count() {
+  int count = 0;
+  if (cudaGetDeviceCount(&count) != cudaSuccess) {
+    cudaGetLastError();
+    return 0;
+  }
+  return count;
+}
+
+bool cuda_available() { return cuda_device_count() > 0; }
+
+}  // namespace oasr

@@ -1,0 +1,41 @@
+// Convolution layers (NCHW / NCT, PyTorch weight layouts) and Embedding.
+#pragma once
+
+#include "layers/module.h"
+#include "ops/conv2d.h"
+
+namespace oasr::layers {
+
+class Conv2d : public Module {
+ public:
+  Conv2d(int64_t in_channels, int64_t out_channels, int64_t kernel_h, int64_t kernel_w,
+         int64_t stride_h, int64_t stride_w, bool bias = true);
+  Tensor forward(const Tensor& x) const;  // [B, Cin, H, W] -> [B, Cout, H', W']
+  int64_t out_channels() const { return out_channels_; }
+
+ private:
+  int64_t out_channels_;
+  ops::Conv2dOptions options_;
+  bool has_bias_;
+};
+
+// Depthwise Conv1d (groups == channels), weight [C, 1, K], with explicit
+// (left, right) zero padding so a causal convolution is pad_left = K - 1.
+class DepthwiseConv1d : public Module {
+ public:
+  DepthwiseConv1d(int64_t channels, int64_t kernel_size, bool bias = true);
+  Tensor forward(const Tensor& x, int64_t pad_left, int64_t pad_right) const;  // [B, C, T]
+  int64_t kernel_size() const { return kernel_size_; }
+
+ private:
+  int64_t kernel_size_;
+  bool has_bias_;
+};
+
+class Embedding : public Module {
+ public:
+  Embedding(int64_t num_embeddings, int64_t dim);
+  Tensor forward(const Tensor& ids) const;  // [...] int64/int32 -> [..., dim]
+};
+
+}  // namespace oasr::layers

@@ -1,0 +1,56 @@
+// The dense-GEMM layers of the layer waist (DESIGN.md §1): Linear,
+// LinearActivation and PointwiseConv1d. Quantization (a later issue) hooks in
+// here, so models call these and never a GEMM op directly.
+#pragma once
+
+#include "core/activations.h"
+#include "layers/module.h"
+
+namespace oasr::layers {
+
+// y = x W^T + b over the last dimension; weight [out, in] (PyTorch layout).
+class Linear : public Module {
+ public:
+  Linear(int64_t in_features, int64_t out_features, bool bias = true);
+  Tensor forward(const Tensor& x) const;
+  int64_t in_features() const { return in_features_; }
+  int64_t out_features() const { return out_features_; }
+  bool has_bias() const { return has_bias_; }
+
+ protected:
+  // For subclasses that store the weight in another shape or report another type.
+  Linear(int64_t in_features, int64_t out_features, bool bias, std::string type_name,
+         Shape weight_shape);
+  // The weight as [out, in] whatever its stored shape (PointwiseConv1d keeps [out, in, 1]).
+  virtual Tensor weight_matrix() const { return param("weight"); }
+
+ private:
+  int64_t in_features_;
+  int64_t out_features_;
+  bool has_bias_;
+};
+
+// act(x W^T + b): the activation belongs to the layer so an 8-bit GEMM can
+// apply it in its epilogue.
+class LinearActivation : public Linear {
+ public:
+  LinearActivation(int64_t in_features, int64_t out_features, Activation activation,
+                   bool bias = true);
+  Tensor forward(const Tensor& x) const;
+  Activation activation() const { return activation_; }
+
+ private:
+  Activation activation_;
+};
+
+// A kernel-size-1 Conv1d stored as PyTorch stores it (weight [out, in, 1]),
+// applied channels-last: input [..., T, in] -> [..., T, out].
+class PointwiseConv1d : public Linear {
+ public:
+  PointwiseConv1d(int64_t in_channels, int64_t out_channels, bool bias = true);
+
+ protected:
+  Tensor weight_matrix() const override;
+};
+
+}  // namespace oasr::layers

@@ -1,0 +1,70 @@
+#include "ops/conv2d.h"
+
+#include "core/error.h"
+#include "ops/cpu/conv2d.h"
+#include "ops/front_checks.h"
+
+namespace oasr::ops {
+
+Tensor conv2d(const Tensor& x, const Tensor& weight, const Tensor& bias,
+              const Conv2dOptions& options) {
+  constexpr const char* kOp = "conv2d";
+  detail::check_defined(kOp, "x", x);
+  detail::check_defined(kOp, "weight", weight);
+  detail::select_device(kOp, {{"x", x}, {"weight", weight}, {"bias", bias}});
+  detail::check_float32(kOp, "x", x);
+  detail::check_float32(kOp, "weight", weight);
+  detail::check_rank(kOp, "x", x, 4);
+  detail::check_rank(kOp, "weight", weight, 4);
+  OASR_CHECK(options.groups == 1, kUnsupported, kOp, ": groups=", options.groups,
+             " is not served (only groups=1); a depthwise 1-d convolution is "
+             "ops::depthwise_conv1d");
+  OASR_CHECK(options.stride_h >= 1 && options.stride_w >= 1, kInvalidArgument, kOp,
+             ": strides must be >= 1, got (", options.stride_h, ", ", options.stride_w, ")");
+  OASR_CHECK(options.padding_h >= 0 && options.padding_w >= 0, kInvalidArgument, kOp,
+             ": padding must be >= 0, got (", options.padding_h, ", ", options.padding_w, ")");
+
+  cpu::Conv2dShape shape;
+  shape.batch = x.size(0);
+  shape.in_channels = x.size(1);
+  shape.in_h = x.size(2);
+  shape.in_w = x.size(3);
+  shape.out_channels = weight.size(0);
+  shape.kernel_h = weight.size(2);
+  shape.kernel_w = weight.size(3);
+  shape.stride_h = options.stride_h;
+  shape.stride_w = options.stride_w;
+  shape.pad_h = options.padding_h;
+  shape.pad_w = options.padding_w;
+  OASR_CHECK(weight.size(1) == shape.in_channels, kInvalidArgument, kOp, ": weight ",
+             shape_str(weight.shape()), " ([Cout, Cin, KH, KW]) expects Cin=", weight.size(1),
+             " but x ", shape_str(x.shape()), " has ", shape.in_channels, " channels");
+  OASR_CHECK(shape.in_channels >= 1 && shape.kernel_h >= 1 && shape.kernel_w >= 1, kInvalidArgument,
+             kOp, ": weight ", shape_str(weight.shape()),
+             " has an empty input-channel or kernel dimension");
+  const int64_t padded_h = shape.in_h + 2 * shape.pad_h;
+  const int64_t padded_w = shape.in_w + 2 * shape.pad_w;
+  OASR_CHECK(padded_h >= shape.kernel_h && padded_w >= shape.kernel_w, kInvalidArgument, kOp,
+             ": kernel (", shape.kernel_h, ", ", shape.kernel_w,
+             ") is larger than the padded input (", padded_h, ", ", padded_w, ") of x ",
+             shape_str(x.shape()));
+  if (bias.defined()) {
+    detail::check_float32(kOp, "bias", bias);
+    OASR_CHECK(bias.dim() == 1 && bias.size(0) == shape.out_channels, kInvalidArgument, kOp,
+               ": bias must be [", shape.out_channels, "] to match weight ",
+               shape_str(weight.shape()), ", got ", shape_str(bias.shape()));
+  }
+  shape.out_h = (padded_h - shape.kernel_h) / shape.stride_h + 1;
+  shape.out_w = (padded_w - shape.kernel_w) / shape.stride_w + 1;
+
+  Tensor out =
+      Tensor::empty({shape.batch, shape.out_channels, shape.out_h, shape.out_w}, DType::kF32);
+  const Tensor x_c = x.contiguous();
+  const Tensor weight_c = weight.contiguous();
+  const Tensor bias_c = bias.defined() ? bias.contiguous() : Tensor();
+  cpu::conv2d_f32(x_c.data<float>(), weight_c.data<float>(),
+                  bias_c.defined() ? bias_c.data<float>() : nullptr, out.data<float>(), shape);
+  return out;
+}
+
+}  // namespace oasr::ops

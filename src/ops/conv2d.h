@@ -1,0 +1,25 @@
+// 2-d convolution over NCHW float32 tensors, as torch.nn.functional.conv2d
+// with dilation 1 (WeNet's Conv2dSubsampling front end and similar).
+#pragma once
+
+#include <cstdint>
+
+#include "core/tensor.h"
+
+namespace oasr::ops {
+
+struct Conv2dOptions {
+  int64_t stride_h = 1;
+  int64_t stride_w = 1;
+  int64_t padding_h = 0;  // zeros on both the top and the bottom
+  int64_t padding_w = 0;  // zeros on both the left and the right
+  int64_t groups = 1;     // only 1 is served; other values are refused
+};
+
+// x [N, Cin, H, W], weight [Cout, Cin, KH, KW], bias [Cout] or undefined ->
+// [N, Cout, Hout, Wout] with Hout = (H + 2 padding_h - KH) / stride_h + 1
+// (likewise Wout); a kernel larger than the padded input is refused.
+Tensor conv2d(const Tensor& x, const Tensor& weight, const Tensor& bias,
+              const Conv2dOptions& options = {});
+
+}  // namespace oasr::ops

@@ -1,0 +1,51 @@
+#include "ops/depthwise_conv1d.h"
+
+#include "core/error.h"
+#include "ops/cpu/depthwise_conv1d.h"
+#include "ops/front_checks.h"
+
+namespace oasr::ops {
+
+Tensor depthwise_conv1d(const Tensor& x, const Tensor& weight, const Tensor& bias, int64_t pad_left,
+                        int64_t pad_right) {
+  constexpr const char* kOp = "depthwise_conv1d";
+  detail::check_defined(kOp, "x", x);
+  detail::check_defined(kOp, "weight", weight);
+  detail::select_device(kOp, {{"x", x}, {"weight", weight}, {"bias", bias}});
+  detail::check_float32(kOp, "x", x);
+  detail::check_float32(kOp, "weight", weight);
+  detail::check_rank(kOp, "x", x, 3);
+  detail::check_rank(kOp, "weight", weight, 3);
+  const int64_t batch = x.size(0);
+  const int64_t channels = x.size(1);
+  const int64_t length = x.size(2);
+  const int64_t kernel = weight.size(2);
+  OASR_CHECK(weight.size(0) == channels && weight.size(1) == 1, kInvalidArgument, kOp,
+             ": weight must be [C, 1, K] with C=", channels, " (the channels of x ",
+             shape_str(x.shape()), "), got ", shape_str(weight.shape()));
+  OASR_CHECK(kernel >= 1, kInvalidArgument, kOp, ": weight ", shape_str(weight.shape()),
+             " has an empty kernel");
+  OASR_CHECK(pad_left >= 0 && pad_right >= 0, kInvalidArgument, kOp,
+             ": padding must be >= 0, got (left ", pad_left, ", right ", pad_right, ")");
+  const int64_t padded = length + pad_left + pad_right;
+  OASR_CHECK(padded >= kernel, kInvalidArgument, kOp, ": kernel size ", kernel,
+             " is larger than the padded input length ", padded, " (T=", length, " + left ",
+             pad_left, " + right ", pad_right, ")");
+  if (bias.defined()) {
+    detail::check_float32(kOp, "bias", bias);
+    OASR_CHECK(bias.dim() == 1 && bias.size(0) == channels, kInvalidArgument, kOp,
+               ": bias must be [", channels, "], got ", shape_str(bias.shape()));
+  }
+
+  const int64_t out_length = padded - kernel + 1;
+  Tensor out = Tensor::empty({batch, channels, out_length}, DType::kF32);
+  const Tensor x_c = x.contiguous();
+  const Tensor weight_c = weight.contiguous();
+  const Tensor bias_c = bias.defined() ? bias.contiguous() : Tensor();
+  cpu::depthwise_conv1d_f32(x_c.data<float>(), weight_c.data<float>(),
+                            bias_c.defined() ? bias_c.data<float>() : nullptr, out.data<float>(),
+                            batch, channels, length, kernel, pad_left, out_length);
+  return out;
+}
+
+}  // namespace oasr::ops

@@ -1,0 +1,51 @@
+#include "ops/embedding.h"
+
+#include <vector>
+
+#include "core/error.h"
+#include "ops/cpu/embedding.h"
+#include "ops/front_checks.h"
+
+namespace oasr::ops {
+namespace {
+
+// The ids as int64, each checked against the vocabulary size.
+std::vector<int64_t> checked_ids(const char* op, const Tensor& ids, int64_t vocab) {
+  const Tensor ids_c = ids.contiguous();
+  const int64_t count = ids_c.numel();
+  std::vector<int64_t> out(static_cast<size_t>(count));
+  for (int64_t i = 0; i < count; ++i) {
+    out[i] = ids_c.dtype() == DType::kI64 ? ids_c.data<int64_t>()[i]
+                                          : static_cast<int64_t>(ids_c.data<int32_t>()[i]);
+    OASR_CHECK(out[i] >= 0 && out[i] < vocab, kInvalidArgument, op, ": id ", out[i],
+               " (at flat position ", i, " of ids ", shape_str(ids.shape()),
+               ") is outside the table's ", vocab, " rows [0, ", vocab, ")");
+  }
+  return out;
+}
+
+}  // namespace
+
+Tensor embedding(const Tensor& ids, const Tensor& table) {
+  constexpr const char* kOp = "embedding";
+  detail::check_defined(kOp, "ids", ids);
+  detail::check_defined(kOp, "table", table);
+  detail::select_device(kOp, {{"ids", ids}, {"table", table}});
+  OASR_CHECK(ids.dtype() == DType::kI64 || ids.dtype() == DType::kI32, kInvalidArgument, kOp,
+             ": ids must be int64 or int32, got ", dtype_name(ids.dtype()));
+  detail::check_float32(kOp, "table", table);
+  detail::check_rank(kOp, "table", table, 2);
+  const int64_t vocab = table.size(0);
+  const int64_t features = table.size(1);
+
+  const std::vector<int64_t> rows = checked_ids(kOp, ids, vocab);
+  Shape out_shape = ids.shape();
+  out_shape.push_back(features);
+  Tensor out = Tensor::empty(out_shape, DType::kF32);
+  const Tensor table_c = table.contiguous();
+  cpu::embedding_f32(rows.data(), static_cast<int64_t>(rows.size()), table_c.data<float>(),
+                     features, out.data<float>());
+  return out;
+}
+
+}  // namespace oasr::ops

@@ -1,0 +1,60 @@
+#include "ops/front_checks.h"
+
+#include "core/error.h"
+
+namespace oasr::ops::detail {
+
+void check_defined(const char* op, const char* arg, const Tensor& tensor) {
+  OASR_CHECK(tensor.defined(), kInvalidArgument, op, ": argument '", arg,
+             "' is an undefined tensor");
+}
+
+Device select_device(const char* op, std::initializer_list<NamedTensor> args) {
+  const NamedTensor* first = nullptr;
+  for (const NamedTensor& arg : args) {
+    if (!arg.tensor.defined()) continue;
+    if (first == nullptr) {
+      first = &arg;
+      continue;
+    }
+    OASR_CHECK(arg.tensor.device() == first->tensor.device(), kInvalidArgument, op,
+               ": arguments are on different devices ('", first->name, "' on ",
+               first->tensor.device().str(), ", '", arg.name, "' on ", arg.tensor.device().str(),
+               "); move them to one device");
+  }
+  const Device device = first != nullptr ? first->tensor.device() : Device::cpu();
+  OASR_CHECK(device.is_cpu(), kUnsupported, op, ": the CUDA body of ", op,
+             " does not exist yet, so tensors on ", device.str(),
+             " cannot be served; move them to the CPU");
+  return device;
+}
+
+void check_float32(const char* op, const char* arg, const Tensor& tensor) {
+  const DType dtype = tensor.dtype();
+  if (dtype == DType::kF32) return;
+  OASR_CHECK(!dtype_is_floating(dtype), kUnsupported, op, ": argument '", arg, "' is ",
+             dtype_name(dtype), "; the CPU body of ", op,
+             " serves float32 only (convert with to(DType::kF32))");
+  OASR_THROW(kInvalidArgument, op, ": argument '", arg, "' must be a float32 tensor, got ",
+             dtype_name(dtype));
+}
+
+void check_rank(const char* op, const char* arg, const Tensor& tensor, int64_t rank) {
+  OASR_CHECK(tensor.dim() == rank, kInvalidArgument, op, ": argument '", arg, "' must be ", rank,
+             "-d, got shape ", shape_str(tensor.shape()));
+}
+
+int64_t wrap_dim(const char* op, int64_t dim, int64_t rank) {
+  const int64_t wrapped = dim < 0 ? dim + rank : dim;
+  OASR_CHECK(wrapped >= 0 && wrapped < rank, kInvalidArgument, op, ": dim ", dim,
+             " is out of range for a ", rank, "-d tensor");
+  return wrapped;
+}
+
+int64_t span_numel(const Shape& shape, int64_t begin, int64_t end) {
+  int64_t n = 1;
+  for (int64_t i = begin; i < end; ++i) n *= shape[i];
+  return n;
+}
+
+}  // namespace oasr::ops::detail

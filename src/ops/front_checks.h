@@ -1,0 +1,39 @@
+// Checks shared by the op fronts (src/ops/<op>.cc): every refusal names the
+// op and the argument, so a caller can tell which call and which tensor
+// went wrong without a debugger.
+#pragma once
+
+#include <cstdint>
+#include <initializer_list>
+
+#include "core/tensor.h"
+
+namespace oasr::ops::detail {
+
+struct NamedTensor {
+  const char* name;
+  const Tensor& tensor;
+};
+
+// Refuses an undefined tensor (kInvalidArgument).
+void check_defined(const char* op, const char* arg, const Tensor& tensor);
+
+// The device the op runs on: the one device all defined `args` share
+// (a mix is kInvalidArgument). Only CPU bodies exist so far, so a CUDA
+// tensor is refused with kUnsupported rather than copied to the host.
+Device select_device(const char* op, std::initializer_list<NamedTensor> args);
+
+// Refuses anything but float32: another float format is kUnsupported (the
+// CPU body serves float32 only), a non-float dtype is kInvalidArgument.
+void check_float32(const char* op, const char* arg, const Tensor& tensor);
+
+// Refuses a tensor whose rank is not `rank` (kInvalidArgument).
+void check_rank(const char* op, const char* arg, const Tensor& tensor, int64_t rank);
+
+// Maps a possibly negative dimension into [0, rank); kInvalidArgument otherwise.
+int64_t wrap_dim(const char* op, int64_t dim, int64_t rank);
+
+// Product of shape[begin, end).
+int64_t span_numel(const Shape& shape, int64_t begin, int64_t end);
+
+}  // namespace oasr::ops::detail

@@ -1,0 +1,19 @@
+// fp32 matrix products. linear() is nn.Linear's y = x W^T + b (weights in
+// PyTorch's [out_features, in_features] layout, as checkpoints store them);
+// matmul() is the plain, optionally batched product attention needs.
+#pragma once
+
+#include "core/tensor.h"
+
+namespace oasr::ops {
+
+// x [..., K], weight [N, K], bias [N] or undefined -> [..., N].
+// K = 0 gives the bias (or zeros); zero rows give an empty result.
+Tensor linear(const Tensor& x, const Tensor& weight, const Tensor& bias = Tensor());
+
+// a [..., M, K] times b [..., K, N] (or b [..., N, K] with transpose_b) ->
+// [..., M, N]. Both operands have the same rank (>= 2) and identical leading
+// (batch) dimensions; nothing is broadcast.
+Tensor matmul(const Tensor& a, const Tensor& b, bool transpose_b = false);
+
+}  // namespace oasr::ops

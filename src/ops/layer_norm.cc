@@ -1,0 +1,89 @@
+#include "ops/layer_norm.h"
+
+#include "core/error.h"
+#include "ops/cpu/layer_norm.h"
+#include "ops/front_checks.h"
+
+namespace oasr::ops {
+namespace {
+
+using detail::check_float32;
+using detail::NamedTensor;
+
+// Validates x and the optional affine parameters; returns D.
+int64_t check_norm_args(const char* op, const Tensor& x, const Tensor& weight, const Tensor& bias) {
+  check_float32(op, "x", x);
+  OASR_CHECK(x.dim() >= 1, kInvalidArgument, op, ": x must have at least one dimension, got ",
+             shape_str(x.shape()));
+  const int64_t features = x.size(-1);
+  const NamedTensor params[] = {{"weight", weight}, {"bias", bias}};
+  for (const auto& [name, param] : params) {
+    if (!param.defined()) continue;
+    check_float32(op, name, param);
+    OASR_CHECK(param.dim() == 1 && param.size(0) == features, kInvalidArgument, op, ": ", name,
+               " must be [", features, "] to match the last dimension of x ", shape_str(x.shape()),
+               ", got ", shape_str(param.shape()));
+  }
+  return features;
+}
+
+const float* data_or_null(const Tensor& t) {
+  return t.defined() ? t.data<float>() : nullptr;
+}
+
+AddLayerNormResult fused_add_norm(const char* op, const Tensor& x, const Tensor& residual,
+                                  float alpha, const Tensor& weight, const Tensor& bias,
+                                  float eps) {
+  detail::check_defined(op, "x", x);
+  detail::check_defined(op, "residual", residual);
+  detail::select_device(op, {{"x", x}, {"residual", residual}, {"weight", weight}, {"bias", bias}});
+  const int64_t features = check_norm_args(op, x, weight, bias);
+  check_float32(op, "residual", residual);
+  OASR_CHECK(residual.shape() == x.shape(), kInvalidArgument, op, ": residual ",
+             shape_str(residual.shape()), " and x ", shape_str(x.shape()),
+             " must have the same shape");
+
+  const Tensor x_c = x.contiguous();
+  const Tensor residual_c = residual.contiguous();
+  const Tensor weight_c = weight.defined() ? weight.contiguous() : Tensor();
+  const Tensor bias_c = bias.defined() ? bias.contiguous() : Tensor();
+  AddLayerNormResult result{Tensor::empty(x.shape(), DType::kF32),
+                            Tensor::empty(x.shape(), DType::kF32)};
+  const int64_t rows = detail::span_numel(x.shape(), 0, x.dim() - 1);
+  cpu::add_scaled_layer_norm_f32(x_c.data<float>(), residual_c.data<float>(), alpha,
+                                 data_or_null(weight_c), data_or_null(bias_c),
+                                 result.sum.data<float>(), result.normalized.data<float>(), rows,
+                                 features, eps);
+  return result;
+}
+
+}  // namespace
+
+Tensor layer_norm(const Tensor& x, const Tensor& weight, const Tensor& bias, float eps) {
+  constexpr const char* kOp = "layer_norm";
+  detail::check_defined(kOp, "x", x);
+  detail::select_device(kOp, {{"x", x}, {"weight", weight}, {"bias", bias}});
+  const int64_t features = check_norm_args(kOp, x, weight, bias);
+
+  const Tensor x_c = x.contiguous();
+  const Tensor weight_c = weight.defined() ? weight.contiguous() : Tensor();
+  const Tensor bias_c = bias.defined() ? bias.contiguous() : Tensor();
+  Tensor out = Tensor::empty(x.shape(), DType::kF32);
+  const int64_t rows = detail::span_numel(x.shape(), 0, x.dim() - 1);
+  cpu::layer_norm_f32(x_c.data<float>(), data_or_null(weight_c), data_or_null(bias_c),
+                      out.data<float>(), rows, features, eps);
+  return out;
+}
+
+AddLayerNormResult add_layer_norm(const Tensor& x, const Tensor& residual, const Tensor& weight,
+                                  const Tensor& bias, float eps) {
+  // 1 * x is exact, so the scaled body with alpha = 1 is residual + x bit for bit.
+  return fused_add_norm("add_layer_norm", x, residual, 1.0f, weight, bias, eps);
+}
+
+AddLayerNormResult add_scaled_layer_norm(const Tensor& x, const Tensor& residual, float alpha,
+                                         const Tensor& weight, const Tensor& bias, float eps) {
+  return fused_add_norm("add_scaled_layer_norm", x, residual, alpha, weight, bias, eps);
+}
+
+}  // namespace oasr::ops
