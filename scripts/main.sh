@@ -1,10 +1,12 @@
 #!/usr/bin/env bash
-# The README's "main job". STAND-IN until a bundled speech model lands: it
-# runs the smallest end-to-end path that exists today. It builds the `oasr`
-# CLI (cpu preset), writes a small transformer-like safetensors checkpoint with
-# an independent writer (PyPI `safetensors` in .venv), lists it with
-# `oasr info`, and shows that a truncated copy is refused with a one-line
-# error. Exits 0 when all of that behaves as expected, non-zero otherwise.
+# The README's "main job". STAND-IN until a trained bundled model lands
+# ([W1-E]): it runs the whole U2++ path that exists today on a model with
+# RANDOM weights (so the text is meaningless), written in WeNet's own layout
+# by the project's PyTorch oracle: build `oasr`, transcribe synthetic audio
+# from the WeNet directory as-is with all three decode methods, offline and
+# chunk by chunk, convert the directory to oasr's native format with
+# `oasr convert`, list it with `oasr info`, and show that a truncated
+# checkpoint is refused with a one-line error.
 #
 # OASR_BUILD_DIR=dir uses (and configures, if needed) another CPU build
 # directory instead of the preset's build/cpu.
@@ -14,8 +16,8 @@ cd "$(dirname "$0")/.."
 say() { printf 'main: %s\n' "$*"; }
 fail() { printf 'main: FAILED: %s\n' "$*" >&2; exit 1; }
 
-say "NOTE: this is a stand-in for the main job until the bundled model lands;"
-say "      no speech is recognised yet, only the checkpoint tooling is exercised."
+say "NOTE: stand-in main job until the bundled trained model lands: the model"
+say "      below has random weights, so its transcripts are meaningless text."
 
 # ---- build -------------------------------------------------------------------
 if [ -n "${OASR_BUILD_DIR:-}" ]; then
@@ -43,47 +45,31 @@ fi
 work=$(mktemp -d "${TMPDIR:-/tmp}/oasr-main.XXXXXX")
 trap 'rm -rf "$work"' EXIT
 
-# ---- a checkpoint written by the reference library ----------------------------
-say "writing a small transformer-like checkpoint with PyPI safetensors"
-"$python" - "$work/checkpoint" <<'EOF'
-import os
-import sys
+# ---- a WeNet-layout U2++ directory (random weights) ------------------------------
+say "writing a random-weight U2++ checkpoint in WeNet's layout (tests/oracle/u2pp)"
+"$python" tests/oracle/u2pp/make_u2pp_case.py --out "$work/wenet" >/dev/null
+audio=("$work"/wenet/audio/u0[1-6]_*.wav)
+start=$(date +%s.%N)
+for method in ctc_greedy_search ctc_prefix_beam_search attention_rescoring; do
+  for chunk in -1 16; do
+    say "\$ oasr transcribe --ckpt-dir WENET_DIR --decode-method $method --chunk-size $chunk  (6 files)"
+    "$oasr" transcribe "${audio[@]}" --ckpt-dir "$work/wenet" --decode-method "$method" \
+      --chunk-size "$chunk" --ctc-weight 0.3 --reverse-weight 0.5 | sed "s|$work/wenet/audio/||"
+  done
+done
+end=$(date +%s.%N)
+say "6 transcribe runs of 6 files took $(python3 -c "print(round($end - $start, 2))") s (model loading included)"
 
-import torch
-from safetensors.torch import save_file
-
-out = sys.argv[1]
-os.makedirs(out, exist_ok=True)
-gen = torch.Generator().manual_seed(0)
-d_model, d_ff, vocab = 64, 256, 100
-tensors = {"encoder.embed.out.0.weight": torch.randn(d_model, 80, generator=gen)}
-for i in range(2):
-    p = f"encoder.encoders.{i}."
-    for proj in ("linear_q", "linear_k", "linear_v", "linear_out"):
-        tensors[p + f"self_attn.{proj}.weight"] = torch.randn(d_model, d_model, generator=gen).half()
-        tensors[p + f"self_attn.{proj}.bias"] = torch.zeros(d_model).half()
-    tensors[p + "feed_forward.w_1.weight"] = torch.randn(d_ff, d_model, generator=gen).bfloat16()
-    tensors[p + "feed_forward.w_2.weight"] = torch.randn(d_model, d_ff, generator=gen).bfloat16()
-    tensors[p + "norm_ff.weight"] = torch.ones(d_model)
-    tensors[p + "norm_ff.bias"] = torch.zeros(d_model)
-tensors["ctc.ctc_lo.weight"] = torch.randn(vocab, d_model, generator=gen)
-tensors["ctc.ctc_lo.bias"] = torch.zeros(vocab)
-tensors["encoder.global_cmvn.count"] = torch.tensor(1000, dtype=torch.int64)
-save_file(tensors, os.path.join(out, "model.safetensors"), metadata={"format": "pt"})
-print(f"main: wrote {len(tensors)} tensors to {out}/model.safetensors")
-EOF
-
-say "\$ oasr info --summary CHECKPOINT"
-"$oasr" info --summary "$work/checkpoint"
-echo
-say "\$ oasr info CHECKPOINT"
-"$oasr" info "$work/checkpoint"
+say "\$ oasr convert WENET_DIR NATIVE_DIR"
+"$oasr" convert "$work/wenet" "$work/native"
+say "\$ oasr info --summary NATIVE_DIR"
+"$oasr" info --summary "$work/native"
 echo
 
 # ---- a truncated copy must be refused -------------------------------------------
 truncated=$work/truncated.safetensors
-size=$(stat -c %s "$work/checkpoint/model.safetensors")
-head -c $((size - 100)) "$work/checkpoint/model.safetensors" >"$truncated"
+size=$(stat -c %s "$work/native/model.safetensors")
+head -c $((size - 100)) "$work/native/model.safetensors" >"$truncated"
 say "\$ oasr info $(basename "$truncated")   (cut 100 bytes short: expected to be refused)"
 set +e
 "$oasr" info "$truncated" >"$work/stdout" 2>"$work/stderr"
@@ -96,4 +82,4 @@ grep -q '^oasr: error: .*truncated' "$work/stderr" || fail "the error does not s
 [ ! -s "$work/stdout" ] || fail "expected nothing on stdout for the truncated copy"
 say "the truncated copy was refused as expected (exit code 1)"
 
-say "ok (stand-in main job; the real one runs the bundled model once it lands)"
+say "ok (stand-in main job; the real one runs the bundled trained model once it lands)"

@@ -27,6 +27,9 @@ int main(int argc, char** argv) {
   app.require_subcommand(0, 1);
   std::vector<oasr::cli::Command> commands;
   commands.push_back(oasr::cli::add_info_command(app));
+  commands.push_back(oasr::cli::add_convert_command(app));
+  commands.push_back(oasr::cli::add_transcribe_command(app));
+  commands.push_back(oasr::cli::add_eval_command(app));
   try {
     app.parse(argc, argv);
   } catch (const CLI::CallForHelp& e) {

@@ -122,6 +122,7 @@ int64_t Tensor::size(int64_t d) const { return shape_[wrap_dim(d, dim(), "size")
 Device Tensor::device() const { return storage_ ? storage_->device() : Device::cpu(); }
 
 bool Tensor::is_contiguous() const {
+  if (numel() == 0) return true;  // no element to misplace (PyTorch agrees)
   int64_t expected = 1;
   for (size_t i = shape_.size(); i-- > 0;) {
     if (shape_[i] == 1) continue;

@@ -5,6 +5,8 @@
 #include <gtest/gtest.h>
 
 #include <sstream>
+#include <fstream>
+#include <iterator>
 #include <string>
 #include <vector>
 
@@ -25,15 +27,18 @@ inline std::string shell_quote(const std::string& text) {
   return quoted + "'";
 }
 
-// Runs `oasr <args>` twice: once keeping stdout, once keeping stderr
-// (run_command merges the two streams, and the command is deterministic).
+// Runs `oasr <args>` once, keeping stdout and stderr apart.
 inline CliResult run_oasr(const std::vector<std::string>& args) {
   std::string command = shell_quote(OASR_CLI_BINARY);
   for (const std::string& arg : args) command += " " + shell_quote(arg);
-  const CommandResult out = run_command("( " + command + " 2>/dev/null )");
-  const CommandResult err = run_command("( " + command + " >/dev/null )");
-  EXPECT_EQ(out.exit_code, err.exit_code) << "the two runs disagree: " << command;
-  return {err.exit_code, err.signaled || out.signaled, out.output, err.output};
+  // One run, stderr captured through a file so stdout and stderr stay apart
+  // (commands that write to disk must not run twice).
+  const TempDir scratch;
+  const std::string err_path = (scratch.path() / "stderr").string();
+  const CommandResult out = run_command("( " + command + " 2>" + shell_quote(err_path) + " )");
+  std::ifstream err_file(err_path, std::ios::binary);
+  std::string err((std::istreambuf_iterator<char>(err_file)), std::istreambuf_iterator<char>());
+  return {out.exit_code, out.signaled, out.output, err};
 }
 
 inline std::vector<std::string> split_lines(const std::string& text) {

@@ -1,0 +1,259 @@
+#include "audio/audio_file.h"
+
+#include <fcntl.h>
+#include <sndfile.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <cmath>
+#include <cstring>
+#include <memory>
+#include <sstream>
+
+#include "audio/resample.h"
+#include "core/error.h"
+
+namespace oasr::audio {
+
+namespace {
+
+// Interleaved samples decoded per libsndfile call: large enough to amortise
+// the call, small enough that the scratch buffer stays in cache.
+constexpr sf_count_t kChunkSamples = 65536;
+
+struct SndfileCloser {
+  void operator()(SNDFILE* file) const { sf_close(file); }
+};
+using SndfileHandle = std::unique_ptr<SNDFILE, SndfileCloser>;
+
+class FdCloser {
+ public:
+  explicit FdCloser(int fd) : fd_(fd) {}
+  ~FdCloser() { ::close(fd_); }
+  FdCloser(const FdCloser&) = delete;
+  FdCloser& operator=(const FdCloser&) = delete;
+
+ private:
+  int fd_;
+};
+
+// libsndfile reading from a caller's buffer (SF_VIRTUAL_IO): a cursor over
+// bytes that outlive the SNDFILE.
+struct MemoryCursor {
+  std::string_view bytes;
+  sf_count_t position = 0;
+};
+
+sf_count_t memory_length(void* user) {
+  return static_cast<sf_count_t>(static_cast<MemoryCursor*>(user)->bytes.size());
+}
+
+sf_count_t memory_seek(sf_count_t offset, int whence, void* user) {
+  auto* cursor = static_cast<MemoryCursor*>(user);
+  const auto size = static_cast<sf_count_t>(cursor->bytes.size());
+  sf_count_t base = 0;
+  if (whence == SEEK_CUR) base = cursor->position;
+  if (whence == SEEK_END) base = size;
+  const sf_count_t target = base + offset;
+  if (target < 0 || target > size) return -1;
+  cursor->position = target;
+  return target;
+}
+
+sf_count_t memory_read(void* destination, sf_count_t count, void* user) {
+  auto* cursor = static_cast<MemoryCursor*>(user);
+  const auto size = static_cast<sf_count_t>(cursor->bytes.size());
+  const sf_count_t n =
+      std::clamp<sf_count_t>(size - cursor->position, 0, std::max<sf_count_t>(count, 0));
+  std::memcpy(destination, cursor->bytes.data() + cursor->position, static_cast<size_t>(n));
+  cursor->position += n;
+  return n;
+}
+
+sf_count_t memory_write(const void*, sf_count_t, void*) {
+  return 0;
+}  // read-only
+
+sf_count_t memory_tell(void* user) {
+  return static_cast<MemoryCursor*>(user)->position;
+}
+
+std::string format_name(int format, int command) {
+  SF_FORMAT_INFO info{};
+  info.format = format;
+  if (sf_command(nullptr, command, &info, sizeof(info)) != 0 || info.name == nullptr) {
+    std::ostringstream hex;
+    hex << "format 0x" << std::hex << format;
+    return hex.str();
+  }
+  return info.name;
+}
+
+std::string describe_format(int format) {
+  return format_name(format & SF_FORMAT_TYPEMASK, SFC_GET_FORMAT_INFO) + ", " +
+         format_name(format & SF_FORMAT_SUBMASK, SFC_GET_FORMAT_INFO);
+}
+
+// Reads every frame, mixing to mono by averaging the channels. Refuses input
+// longer than max_frames while reading, so a header that understates the
+// length (or a stream without one) cannot make us decode unbounded audio.
+std::vector<float> read_mono(SNDFILE* file, const SF_INFO& info, sf_count_t max_frames,
+                             const std::string& label, double max_seconds) {
+  const int channels = info.channels;
+  std::vector<float> mono;
+  if (info.frames > 0 && info.frames != SF_COUNT_MAX) {
+    mono.reserve(static_cast<size_t>(std::min(info.frames, max_frames)));
+  }
+  const sf_count_t chunk_frames = std::max<sf_count_t>(1, kChunkSamples / channels);
+  std::vector<float> interleaved(static_cast<size_t>(chunk_frames * channels));
+  const float inverse_channels = 1.0f / static_cast<float>(channels);
+  while (true) {
+    const sf_count_t got = sf_readf_float(file, interleaved.data(), chunk_frames);
+    if (got <= 0) break;
+    OASR_CHECK(static_cast<sf_count_t>(mono.size()) + got <= max_frames, kInvalidArgument, label,
+               ": audio is longer than the ", max_seconds,
+               " s limit; split it into shorter pieces or raise "
+               "AudioLoadOptions::max_duration_seconds");
+    for (sf_count_t frame = 0; frame < got; ++frame) {
+      const float* values = interleaved.data() + frame * channels;
+      float value = values[0];
+      if (channels > 1) {
+        // Sum in channel order, then scale: (L + R) * 0.5 for stereo.
+        for (int c = 1; c < channels; ++c) value += values[c];
+        value = channels == 2 ? value * 0.5f : value * inverse_channels;
+      }
+      OASR_CHECK(std::isfinite(value), kCorruptFile, label, ": sample ",
+                 static_cast<sf_count_t>(mono.size()), " is not a finite number (", value,
+                 "); the file's float data is damaged");
+      mono.push_back(value);
+    }
+  }
+  const int status = sf_error(file);
+  OASR_CHECK(status == SF_ERR_NO_ERROR, kCorruptFile, label, ": decoding failed after ",
+             mono.size(), " frames: ", sf_strerror(file));
+  return mono;
+}
+
+DecodedAudio decode(SNDFILE* raw_file, const SF_INFO& info, const std::string& label,
+                    const AudioLoadOptions& options) {
+  SndfileHandle file(raw_file);
+  OASR_CHECK(info.channels > 0, kCorruptFile, label, ": the header declares ", info.channels,
+             " channels; the file is damaged");
+  OASR_CHECK(info.samplerate > 0, kCorruptFile, label, ": the header declares a sample rate of ",
+             info.samplerate, " Hz; the file is damaged");
+  const int target = options.target_sample_rate;
+  if (options.require_sample_rate && target != 0 && info.samplerate != target) {
+    OASR_THROW(kInvalidArgument, label, ": sampled at ", info.samplerate, " Hz but ", target,
+               " Hz is required (require_sample_rate is set, so it is not resampled); convert "
+               "the file to ",
+               target, " Hz first");
+  }
+  const double max_frames_real = std::floor(options.max_duration_seconds * info.samplerate);
+  const sf_count_t max_frames = static_cast<sf_count_t>(std::min(max_frames_real, 9.0e18));
+  // Refuse from the header when it already tells (SF_COUNT_MAX means unknown).
+  if (info.frames != SF_COUNT_MAX && info.frames > max_frames) {
+    OASR_THROW(kInvalidArgument, label, ": audio is ",
+               static_cast<double>(info.frames) / info.samplerate, " s long, over the ",
+               options.max_duration_seconds,
+               " s limit; split it into shorter pieces or raise "
+               "AudioLoadOptions::max_duration_seconds");
+  }
+
+  DecodedAudio audio;
+  audio.source_sample_rate = info.samplerate;
+  audio.source_channels = info.channels;
+  audio.source_format = describe_format(info.format);
+  audio.samples = read_mono(file.get(), info, max_frames, label, options.max_duration_seconds);
+  OASR_CHECK(!audio.samples.empty(), kInvalidArgument, label,
+             ": empty audio (the file holds no samples); nothing to recognise");
+  audio.sample_rate = info.samplerate;
+  if (target != 0 && target != info.samplerate) {
+    audio.samples = resample(audio.samples, info.samplerate, target);
+    audio.sample_rate = target;
+  }
+  return audio;
+}
+
+}  // namespace
+
+void AudioLoadOptions::validate() const {
+  OASR_CHECK(target_sample_rate >= 0, kInvalidArgument,
+             "AudioLoadOptions: target_sample_rate must be >= 0 (0 keeps the file's rate), got ",
+             target_sample_rate);
+  OASR_CHECK(!(require_sample_rate && target_sample_rate == 0), kInvalidArgument,
+             "AudioLoadOptions: require_sample_rate needs a target_sample_rate to require");
+  OASR_CHECK(max_duration_seconds > 0 && std::isfinite(max_duration_seconds), kInvalidArgument,
+             "AudioLoadOptions: max_duration_seconds must be a positive number of seconds, got ",
+             max_duration_seconds);
+}
+
+std::string AudioLoadOptions::dump() const {
+  std::ostringstream out;
+  out << "target_sample_rate=" << target_sample_rate
+      << " require_sample_rate=" << (require_sample_rate ? "true" : "false")
+      << " max_duration_seconds=" << max_duration_seconds;
+  return out.str();
+}
+
+DecodedAudio load_audio(const std::filesystem::path& path, const AudioLoadOptions& options) {
+  options.validate();
+  const std::string label = path.string();
+  std::error_code ec;
+  const auto status = std::filesystem::status(path, ec);
+  if (status.type() == std::filesystem::file_type::not_found) {
+    OASR_THROW(kNotFound, label, ": no such audio file; check the path");
+  }
+  OASR_CHECK(status.type() != std::filesystem::file_type::directory, kIo, label,
+             ": is a directory, not an audio file");
+  // Open the descriptor ourselves so an OS refusal (permissions) reads as
+  // such rather than as libsndfile's format complaint.
+  const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+  OASR_CHECK(fd >= 0, kIo, label, ": cannot open the audio file: ", std::strerror(errno));
+  // libsndfile does not close a descriptor it was not told to own; closing
+  // it here on every path avoids guessing what it does on a failed open.
+  const FdCloser fd_closer(fd);
+  SF_INFO info{};
+  SNDFILE* file = sf_open_fd(fd, SFM_READ, &info, /*close_desc=*/SF_FALSE);
+  OASR_CHECK(file != nullptr, kCorruptFile, label,
+             ": not a readable audio file (libsndfile: ", sf_strerror(nullptr),
+             "); supported are WAV, FLAC, OGG, MP3 and the other formats libsndfile reads");
+  return decode(file, info, label, options);
+}
+
+DecodedAudio load_audio(const std::filesystem::path& path, int target_sample_rate) {
+  AudioLoadOptions options;
+  options.target_sample_rate = target_sample_rate;
+  return load_audio(path, options);
+}
+
+DecodedAudio load_audio_from_memory(std::string_view encoded_bytes, const std::string& name,
+                                    const AudioLoadOptions& options) {
+  options.validate();
+  OASR_CHECK(!encoded_bytes.empty(), kInvalidArgument, name,
+             ": empty audio (0 bytes); send the bytes of an audio file");
+  MemoryCursor cursor{encoded_bytes, 0};
+  SF_VIRTUAL_IO io{memory_length, memory_seek, memory_read, memory_write, memory_tell};
+  SF_INFO info{};
+  SNDFILE* file = sf_open_virtual(&io, SFM_READ, &info, &cursor);
+  OASR_CHECK(file != nullptr, kCorruptFile, name,
+             ": not a readable audio file (libsndfile: ", sf_strerror(nullptr),
+             "); supported are WAV, FLAC, OGG, MP3 and the other formats libsndfile reads");
+  return decode(file, info, name, options);
+}
+
+std::vector<std::string> supported_audio_formats() {
+  int count = 0;
+  sf_command(nullptr, SFC_GET_FORMAT_MAJOR_COUNT, &count, sizeof(count));
+  std::vector<std::string> names;
+  for (int i = 0; i < count; ++i) {
+    SF_FORMAT_INFO info{};
+    info.format = i;
+    if (sf_command(nullptr, SFC_GET_FORMAT_MAJOR, &info, sizeof(info)) == 0 && info.name) {
+      names.emplace_back(info.name);
+    }
+  }
+  return names;
+}
+
+}  // namespace oasr::audio

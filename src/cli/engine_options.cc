@@ -1,0 +1,39 @@
+#include "cli/engine_options.h"
+
+namespace oasr::cli {
+
+void add_engine_flags(CLI::App& app, EngineFlags& flags) {
+  app.add_option("--ckpt-dir", flags.ckpt_dir,
+                 "checkpoint directory: native oasr, or a WeNet experiment (train.yaml, final.pt)")
+      ->required();
+  app.add_option("--device", flags.device, "cpu (cuda arrives with the CUDA backend)");
+  app.add_option("--max-batch-size", flags.max_batch_size, "utterances per batch (default 8)");
+  app.add_option("--decode-method", flags.decode_method,
+                 "ctc_greedy_search | ctc_prefix_beam_search | attention_rescoring "
+                 "(default: attention_rescoring)");
+  app.add_option("--beam-size", flags.beam_size, "prefix beam size (default 10)");
+  app.add_option("--ctc-weight", flags.ctc_weight,
+                 "weight of the CTC score in attention rescoring (default 0)");
+  app.add_option("--reverse-weight", flags.reverse_weight,
+                 "share of the right-to-left decoder in attention rescoring (default 0)");
+  app.add_option("--chunk-size", flags.chunk_size,
+                 "decode chunk by chunk with this many encoder frames per chunk (-1: offline)");
+  app.add_option("--left-chunks", flags.left_chunks,
+                 "chunks of history kept in the attention cache (-1: all)");
+}
+
+engine::EngineConfig EngineFlags::to_config() const {
+  engine::EngineConfig config;
+  config.ckpt_dir = ckpt_dir;
+  config.device = device;
+  config.max_batch_size = max_batch_size;
+  if (!decode_method.empty()) config.decode.method = decode_method;
+  if (beam_size != 0) config.decode.beam_size = beam_size;
+  if (ctc_weight != -1.0) config.decode.ctc_weight = ctc_weight;
+  if (reverse_weight != -1.0) config.decode.reverse_weight = reverse_weight;
+  if (chunk_size != 0) config.decode.chunk_size = chunk_size;
+  if (left_chunks != -2) config.decode.left_chunks = left_chunks;
+  return config;
+}
+
+}  // namespace oasr::cli

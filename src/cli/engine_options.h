@@ -1,0 +1,33 @@
+// Flags shared by the subcommands that run the engine (transcribe, eval):
+// one place fills EngineConfig from the command line, so every command reads
+// the same flags the same way.
+#pragma once
+
+#include <CLI/CLI.hpp>
+
+#include <memory>
+#include <string>
+
+#include "engine/asr_engine.h"
+
+namespace oasr::cli {
+
+struct EngineFlags {
+  std::string ckpt_dir;
+  std::string device = "cpu";
+  int64_t max_batch_size = 8;
+  std::string decode_method;  // empty: the checkpoint's default
+  int64_t beam_size = 0;
+  double ctc_weight = -1.0;
+  double reverse_weight = -1.0;
+  int64_t chunk_size = 0;  // 0: not given
+  int64_t left_chunks = -2;
+
+  engine::EngineConfig to_config() const;
+};
+
+// Registers --ckpt-dir, --device, --max-batch-size, --decode-method,
+// --beam-size, --ctc-weight, --reverse-weight, --chunk-size, --left-chunks.
+void add_engine_flags(CLI::App& app, EngineFlags& flags);
+
+}  // namespace oasr::cli

@@ -1,0 +1,338 @@
+#include "engine/asr_engine.h"
+
+#include <algorithm>
+#include <numeric>
+#include <sstream>
+
+#include "audio/audio_file.h"
+#include "core/error.h"
+#include "decode/attention_rescoring.h"
+#include "models/native_checkpoint.h"
+
+namespace oasr::engine {
+
+namespace {
+constexpr DecodeMethod kMethods[] = {DecodeMethod::kCtcGreedySearch,
+                                     DecodeMethod::kCtcPrefixBeamSearch,
+                                     DecodeMethod::kAttentionRescoring};
+}  // namespace
+
+const char* decode_method_name(DecodeMethod method) {
+  switch (method) {
+    case DecodeMethod::kCtcGreedySearch:
+      return "ctc_greedy_search";
+    case DecodeMethod::kCtcPrefixBeamSearch:
+      return "ctc_prefix_beam_search";
+    case DecodeMethod::kAttentionRescoring:
+      return "attention_rescoring";
+  }
+  return "unknown";
+}
+
+DecodeMethod parse_decode_method(const std::string& name) {
+  for (DecodeMethod m : kMethods) {
+    if (name == decode_method_name(m)) return m;
+  }
+  OASR_THROW(kInvalidArgument, "unknown decode method '", name,
+             "'; use ctc_greedy_search, ctc_prefix_beam_search or attention_rescoring");
+}
+
+void DecodeOptions::validate() const {
+  OASR_CHECK(beam_size >= 1, kInvalidArgument, "beam_size must be >= 1, got ", beam_size);
+  OASR_CHECK(ctc_weight >= 0.0, kInvalidArgument, "ctc_weight must be >= 0, got ", ctc_weight);
+  OASR_CHECK(reverse_weight >= 0.0 && reverse_weight <= 1.0, kInvalidArgument,
+             "reverse_weight must be in [0, 1], got ", reverse_weight);
+  OASR_CHECK(chunk_size == -1 || chunk_size > 0, kInvalidArgument,
+             "chunk_size must be -1 (offline) or a positive number of encoder frames, got ",
+             chunk_size);
+  OASR_CHECK(left_chunks >= -1, kInvalidArgument, "left_chunks must be -1 (all) or >= 0, got ",
+             left_chunks);
+}
+
+std::string DecodeOptions::dump() const {
+  std::ostringstream out;
+  out << "method=" << decode_method_name(method) << " beam_size=" << beam_size
+      << " ctc_weight=" << ctc_weight << " reverse_weight=" << reverse_weight
+      << " chunk_size=" << chunk_size << " left_chunks=" << left_chunks;
+  return out.str();
+}
+
+void EngineConfig::validate() const {
+  OASR_CHECK(!ckpt_dir.empty(), kInvalidArgument,
+             "no checkpoint directory given; pass --ckpt-dir DIR");
+  OASR_CHECK(max_batch_size >= 1, kInvalidArgument, "max_batch_size must be >= 1, got ",
+             max_batch_size);
+  const Device d = parse_device(device);
+  OASR_CHECK(d.is_cpu(), kUnsupported, "device '", device,
+             "' is not served yet: the U2++ path runs on the CPU for now; use --device cpu");
+}
+
+std::string EngineConfig::dump() const {
+  std::ostringstream out;
+  out << "ckpt_dir=" << ckpt_dir.string() << " device=" << device
+      << " max_batch_size=" << max_batch_size;
+  return out.str();
+}
+
+namespace {
+
+DecodeOptions resolve_decode(const models::DecodeConfig& defaults, const DecodeOverrides& o) {
+  DecodeOptions d;
+  d.method = parse_decode_method(o.method.value_or(defaults.method));
+  d.beam_size = o.beam_size.value_or(defaults.beam_size);
+  d.ctc_weight = o.ctc_weight.value_or(defaults.ctc_weight);
+  d.reverse_weight = o.reverse_weight.value_or(defaults.reverse_weight);
+  d.chunk_size = o.chunk_size.value_or(defaults.decoding_chunk_size);
+  d.left_chunks = o.left_chunks.value_or(defaults.num_decoding_left_chunks);
+  d.validate();
+  return d;
+}
+
+audio::FbankOptions fbank_options(const models::FbankConfig& f) {
+  audio::FbankOptions o;
+  o.sample_rate = static_cast<double>(f.sample_rate);
+  o.num_mel_bins = static_cast<int>(f.num_mel_bins);
+  o.frame_length_ms = f.frame_length_ms;
+  o.frame_shift_ms = f.frame_shift_ms;
+  o.dither = 0.0;  // inference, as WeNet's recognize
+  o.energy_floor = 0.0;
+  return o;
+}
+
+decode::UnitTable unit_table(const std::vector<std::string>& units) {
+  std::vector<std::pair<std::string, int64_t>> entries;
+  entries.reserve(units.size());
+  for (size_t i = 0; i < units.size(); ++i) entries.emplace_back(units[i], static_cast<int64_t>(i));
+  return decode::UnitTable::from_entries(entries);
+}
+
+models::ModelSource load_source(const EngineConfig& config) {
+  config.validate();
+  return models::load_checkpoint_dir(config.ckpt_dir);
+}
+
+}  // namespace
+
+ASREngine::ASREngine(const EngineConfig& config)
+    : config_(config),
+      source_(load_source(config)),
+      model_(models::load_u2pp_model(source_)),
+      fbank_(fbank_options(source_.config.fbank)),
+      units_(unit_table(source_.units)),
+      decode_(resolve_decode(source_.config.decode, config.decode)) {
+  detokenize_.kind = source_.config.tokenizer.type == models::TokenizerType::kBpe
+                         ? decode::TokenizerKind::kBpe
+                         : decode::TokenizerKind::kChar;
+  detokenize_.connect_symbol = source_.config.tokenizer.connect_symbol;
+  OASR_CHECK(decode_.method != DecodeMethod::kAttentionRescoring || decode_.reverse_weight == 0.0 ||
+                 model_->has_right_decoder(),
+             kInvalidArgument, "reverse_weight ", decode_.reverse_weight,
+             " needs a bidirectional decoder, and ", config.ckpt_dir.string(),
+             " has a left-to-right one only; use --reverse-weight 0");
+}
+
+ASREngine::~ASREngine() = default;
+
+Tensor ASREngine::features(std::span<const float> samples) const {
+  Tensor feats = fbank_.compute(samples);
+  OASR_CHECK(feats.size(0) > 0, kInvalidArgument, "audio of ", samples.size(),
+             " samples is shorter than one ", fbank_.options().frame_length_ms,
+             " ms analysis window; nothing to recognise");
+  return feats;
+}
+
+std::vector<Transcript> ASREngine::transcribe_files(
+    const std::vector<std::filesystem::path>& paths) const {
+  std::vector<std::vector<float>> utterances;
+  utterances.reserve(paths.size());
+  for (const auto& path : paths) {
+    utterances.push_back(audio::load_audio(path, sample_rate()).samples);
+  }
+  return transcribe(utterances);
+}
+
+std::vector<Transcript> ASREngine::transcribe(
+    const std::vector<std::vector<float>>& utterances) const {
+  std::vector<Tensor> feats;
+  feats.reserve(utterances.size());
+  for (const auto& samples : utterances) feats.push_back(features(samples));
+  // Length bucketing: sort by frames so a batch pads little, then restore order.
+  std::vector<size_t> order(feats.size());
+  std::iota(order.begin(), order.end(), 0);
+  std::stable_sort(order.begin(), order.end(),
+                   [&](size_t a, size_t b) { return feats[a].size(0) > feats[b].size(0); });
+  std::vector<Transcript> results(feats.size());
+  const size_t batch = static_cast<size_t>(config_.max_batch_size);
+  for (size_t start = 0; start < order.size(); start += batch) {
+    const size_t end = std::min(order.size(), start + batch);
+    std::vector<Tensor> group;
+    for (size_t i = start; i < end; ++i) group.push_back(feats[order[i]]);
+    std::vector<Transcript> decoded = transcribe_batch(group);
+    for (size_t i = start; i < end; ++i) results[order[i]] = std::move(decoded[i - start]);
+  }
+  return results;
+}
+
+std::vector<Transcript> ASREngine::transcribe_batch(const std::vector<Tensor>& feats) const {
+  const int64_t batch = static_cast<int64_t>(feats.size());
+  int64_t max_frames = 0;
+  for (const Tensor& f : feats) max_frames = std::max(max_frames, f.size(0));
+  const int64_t dim = feats.front().size(1);
+  Tensor padded = Tensor::zeros({batch, max_frames, dim}, DType::kF32);
+  Tensor lengths = Tensor::empty({batch}, DType::kI64);
+  for (int64_t b = 0; b < batch; ++b) {
+    padded.select(0, b).narrow(0, 0, feats[b].size(0)).copy_(feats[b]);
+    lengths.data<int64_t>()[b] = feats[b].size(0);
+  }
+  models::U2ppEncodeOptions options;
+  options.decoding_chunk_size = decode_.chunk_size;
+  options.num_decoding_left_chunks = decode_.left_chunks;
+  // Chunked decoding runs the streaming computation (forward_chunk_by_chunk),
+  // so offline results equal what a StreamingSession returns.
+  options.simulate_streaming = decode_.chunk_size > 0;
+  const auto encoded = model_->encode(padded, lengths, options);
+  const Tensor log_probs = model_->ctc_log_probs(encoded.out);
+  std::vector<Transcript> out;
+  out.reserve(batch);
+  for (int64_t b = 0; b < batch; ++b) {
+    const int64_t frames = encoded.lengths.data<int64_t>()[b];
+    const Tensor row_probs = log_probs.select(0, b).narrow(0, 0, frames).contiguous();
+    const Tensor row_enc = encoded.out.narrow(0, b, 1).narrow(1, 0, frames).contiguous();
+    out.push_back(decode_utterance(row_probs, row_enc));
+  }
+  return out;
+}
+
+Transcript ASREngine::decode_utterance(const Tensor& ctc_log_probs,
+                                       const Tensor& encoder_out) const {
+  Transcript t;
+  const int64_t blank = model_->config().blank_id;
+  if (decode_.method == DecodeMethod::kCtcGreedySearch) {
+    t.tokens = decode::ctc_greedy_search(ctc_log_probs, blank);
+  } else {
+    decode::CtcPrefixBeamSearchOptions beam;
+    beam.beam_size = decode_.beam_size;
+    beam.blank_id = blank;
+    const auto nbest = decode::ctc_prefix_beam_search(ctc_log_probs, beam);
+    if (decode_.method == DecodeMethod::kCtcPrefixBeamSearch || nbest.empty()) {
+      if (!nbest.empty()) {
+        t.tokens = nbest.front().tokens;
+        t.score = nbest.front().score;
+      }
+    } else {
+      decode::SpecialTokens special =
+          decode::SpecialTokens::wenet_default(model_->config().vocab_size);
+      special.blank = blank;
+      special.sos = model_->config().sos_id();
+      special.eos = model_->config().eos_id();
+      decode::AttentionRescoringOptions options;
+      options.ctc_weight = decode_.ctc_weight;
+      options.reverse_weight = decode_.reverse_weight;
+      const double reverse_weight = decode_.reverse_weight;
+      auto decoder = [&](const decode::AttentionDecoderInputs& in) {
+        const auto logp = model_->forward_attention_decoder(encoder_out, in.hyps, in.hyps_lens,
+                                                            in.reversed_hyps, reverse_weight);
+        return decode::AttentionDecoderOutputs{logp.left, logp.right};
+      };
+      const auto best = decode::attention_rescoring(nbest, decoder, special, options);
+      t.tokens = best.tokens;
+      t.score = best.score;
+    }
+  }
+  t.text = detokenize(t.tokens);
+  return t;
+}
+
+std::string ASREngine::detokenize(std::span<const int64_t> tokens) const {
+  return decode::detokenize(units_, tokens, detokenize_);
+}
+
+std::unique_ptr<StreamingSession> ASREngine::start_session() const {
+  OASR_CHECK(decode_.chunk_size > 0, kInvalidArgument,
+             "a streaming session needs a chunk size; set --chunk-size N (e.g. 16)");
+  return std::make_unique<StreamingSession>(*this);
+}
+
+// ---- StreamingSession -----------------------------------------------------------
+
+StreamingSession::StreamingSession(const ASREngine& engine)
+    : engine_(engine),
+      encoder_(engine.model().encoder(), engine.decode_options().chunk_size,
+               engine.decode_options().left_chunks) {}
+
+namespace {
+// Concatenates [1, k_i, D] tensors along dimension 1.
+Tensor concat_frames(const std::vector<Tensor>& chunks, int64_t dim) {
+  int64_t total = 0;
+  for (const Tensor& c : chunks) total += c.size(1);
+  Tensor out = Tensor::empty({1, total, dim}, DType::kF32);
+  int64_t at = 0;
+  for (const Tensor& c : chunks) {
+    out.narrow(1, at, c.size(1)).copy_(c);
+    at += c.size(1);
+  }
+  return out;
+}
+}  // namespace
+
+Transcript StreamingSession::accept_waveform(std::span<const float> samples) {
+  OASR_CHECK(!finished_, kInvalidArgument,
+             "this streaming session has finished; start a new one for the next utterance");
+  pending_samples_.insert(pending_samples_.end(), samples.begin(), samples.end());
+  // Kaldi frames (snip_edges) depend only on their own window, so frames
+  // computed from a buffer that starts at a frame boundary are bit-identical
+  // to the same frames computed over the whole utterance.
+  const audio::FbankComputer& fbank = engine_.fbank();
+  const int64_t frames = fbank.num_frames(static_cast<int64_t>(pending_samples_.size()));
+  if (frames > 0) {
+    const Tensor feats = fbank.compute(pending_samples_);
+    const int64_t consumed = frames * fbank.options().window_shift();
+    pending_samples_.erase(pending_samples_.begin(), pending_samples_.begin() + consumed);
+    append_encoder_frames(encoder_.accept(feats));
+  }
+  return partial();
+}
+
+Transcript StreamingSession::finish() {
+  OASR_CHECK(!finished_, kInvalidArgument, "this streaming session has already finished");
+  finished_ = true;
+  append_encoder_frames(encoder_.finish());
+  OASR_CHECK(!encoder_chunks_.empty(), kInvalidArgument,
+             "the streaming session received less audio than one analysis window; "
+             "nothing to recognise");
+  const Tensor encoder_out =
+      concat_frames(encoder_chunks_, engine_.model().config().encoder.output_size);
+  // CTC over the whole utterance at once, as the offline path computes it.
+  const Tensor log_probs = engine_.model().ctc_log_probs(encoder_out).select(0, 0).contiguous();
+  return engine_.decode_utterance(log_probs, encoder_out);
+}
+
+void StreamingSession::append_encoder_frames(const Tensor& frames) {
+  if (!frames.defined() || frames.size(1) == 0) return;
+  encoder_chunks_.push_back(frames.contiguous());
+  ctc_chunks_.push_back(engine_.model().ctc_log_probs(frames).contiguous());
+}
+
+Transcript StreamingSession::partial() const {
+  Transcript t;
+  if (ctc_chunks_.empty()) return t;
+  const int64_t vocab = ctc_chunks_.front().size(2);
+  const Tensor log_probs = concat_frames(ctc_chunks_, vocab).select(0, 0).contiguous();
+  const int64_t blank = engine_.model().config().blank_id;
+  if (engine_.decode_options().method == DecodeMethod::kCtcGreedySearch) {
+    t.tokens = decode::ctc_greedy_search(log_probs, blank);
+  } else {
+    decode::CtcPrefixBeamSearchOptions beam;
+    beam.beam_size = engine_.decode_options().beam_size;
+    beam.blank_id = blank;
+    const auto nbest = decode::ctc_prefix_beam_search(log_probs, beam);
+    if (!nbest.empty()) {
+      t.tokens = nbest.front().tokens;
+      t.score = nbest.front().score;
+    }
+  }
+  t.text = engine_.detokenize(t.tokens);
+  return t;
+}
+
+}  // namespace oasr::engine

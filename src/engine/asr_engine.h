@@ -1,0 +1,147 @@
+// ASREngine: audio in, text out, for one checkpoint directory (native oasr
+// or a WeNet experiment). It owns the model, the frontend and the decoding
+// options; the CLI, the server and the bindings all fill an EngineConfig and
+// call it, so every surface behaves the same.
+//
+//   EngineConfig config;
+//   config.ckpt_dir = "exp/u2pp";
+//   config.decode.method = "ctc_prefix_beam_search";
+//   ASREngine engine(config);
+//   auto results = engine.transcribe_files({"a.wav", "b.flac"});
+//
+// Offline utterances are batched by length (max_batch_size rows a batch,
+// padded, masked); an utterance gives the same transcript alone or in any
+// batch. With decode.chunk_size > 0 each utterance is encoded chunk by chunk
+// with attention and CNN caches (WeNet's simulate-streaming forward), which
+// is exactly what a StreamingSession computes from audio given in pieces.
+#pragma once
+
+#include <filesystem>
+#include <memory>
+#include <optional>
+#include <span>
+#include <string>
+#include <vector>
+
+#include "audio/fbank.h"
+#include "decode/ctc_search.h"
+#include "decode/units.h"
+#include "models/model_source.h"
+#include "models/u2pp_model.h"
+#include "models/u2pp_streaming.h"
+
+namespace oasr::engine {
+
+enum class DecodeMethod { kCtcGreedySearch, kCtcPrefixBeamSearch, kAttentionRescoring };
+const char* decode_method_name(DecodeMethod method);
+DecodeMethod parse_decode_method(const std::string& name);  // kInvalidArgument lists choices
+
+// Each field left unset takes the checkpoint's default (its decode config).
+struct DecodeOverrides {
+  std::optional<std::string> method;
+  std::optional<int64_t> beam_size;
+  std::optional<double> ctc_weight;
+  std::optional<double> reverse_weight;
+  std::optional<int64_t> chunk_size;   // decoding_chunk_size; -1 = offline
+  std::optional<int64_t> left_chunks;  // num_decoding_left_chunks; -1 = all
+};
+
+struct DecodeOptions {
+  DecodeMethod method = DecodeMethod::kAttentionRescoring;
+  int64_t beam_size = 10;
+  double ctc_weight = 0.0;
+  double reverse_weight = 0.0;
+  int64_t chunk_size = -1;
+  int64_t left_chunks = -1;
+
+  void validate() const;  // kInvalidArgument naming the field and the accepted range
+  std::string dump() const;
+};
+
+struct EngineConfig {
+  std::filesystem::path ckpt_dir;
+  std::string device = "cpu";
+  int64_t max_batch_size = 8;
+  DecodeOverrides decode;
+
+  void validate() const;
+  std::string dump() const;
+};
+
+struct Transcript {
+  std::string text;
+  std::vector<int64_t> tokens;
+  double score = 0.0;  // the chosen hypothesis' score under the decode method
+};
+
+class StreamingSession;
+
+class ASREngine {
+ public:
+  explicit ASREngine(const EngineConfig& config);
+  ~ASREngine();
+
+  const DecodeOptions& decode_options() const { return decode_; }
+  const models::ModelSource& source() const { return source_; }
+  int sample_rate() const { return static_cast<int>(source_.config.fbank.sample_rate); }
+
+  // Decodes each file (resampled to the model's rate); results in input order.
+  std::vector<Transcript> transcribe_files(const std::vector<std::filesystem::path>& paths) const;
+  // Mono samples in [-1, 1) at sample_rate().
+  std::vector<Transcript> transcribe(const std::vector<std::vector<float>>& utterances) const;
+
+  // fbank [T, F] of mono samples at sample_rate() (before CMVN).
+  Tensor features(std::span<const float> samples) const;
+  // Decodes CTC log-probs [T', V] of one utterance (and its encoder output
+  // [1, T', D] for attention rescoring) with the engine's method.
+  Transcript decode_utterance(const Tensor& ctc_log_probs, const Tensor& encoder_out) const;
+
+  std::string detokenize(std::span<const int64_t> tokens) const;
+  const audio::FbankComputer& fbank() const { return fbank_; }
+
+  // A streaming session (needs decode chunk_size > 0).
+  std::unique_ptr<StreamingSession> start_session() const;
+
+  const models::U2ppModel& model() const { return *model_; }
+
+ private:
+  std::vector<Transcript> transcribe_batch(const std::vector<Tensor>& feats) const;
+
+  EngineConfig config_;
+  models::ModelSource source_;
+  std::unique_ptr<models::U2ppModel> model_;
+  audio::FbankComputer fbank_;
+  decode::UnitTable units_;
+  decode::DetokenizeOptions detokenize_;
+  DecodeOptions decode_;
+};
+
+// Audio in pieces -> partial results, then the final one. Partial results
+// are the CTC prefix beam search (greedy for ctc_greedy_search) over the
+// encoder frames so far; finish() applies the engine's decode method to the
+// whole utterance, giving exactly what transcribe() gives with the same
+// chunk_size.
+class StreamingSession {
+ public:
+  explicit StreamingSession(const ASREngine& engine);
+
+  // Mono samples at the engine's sample rate, any piece size. Returns the
+  // partial transcript after the newly computable chunks.
+  Transcript accept_waveform(std::span<const float> samples);
+  Transcript finish();  // refuses further input afterwards
+  bool finished() const { return finished_; }
+
+ private:
+  void append_encoder_frames(const Tensor& frames);
+  Transcript partial() const;
+
+  const ASREngine& engine_;
+  models::U2ppStreamingEncoder encoder_;
+  // Samples from the start of the next fbank frame on.
+  std::vector<float> pending_samples_;
+  std::vector<Tensor> encoder_chunks_;  // [1, k, D] each
+  std::vector<Tensor> ctc_chunks_;      // [1, k, V] each, for partial results
+  bool finished_ = false;
+};
+
+}  // namespace oasr::engine

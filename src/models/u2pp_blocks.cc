@@ -1,0 +1,146 @@
+#include "models/u2pp_blocks.h"
+
+#include <algorithm>
+#include <cmath>
+
+#include "core/error.h"
+#include "ops/elementwise.h"
+
+namespace oasr::models {
+
+SinusoidalPositions::SinusoidalPositions(int64_t dim, int64_t max_len)
+    : Module("PositionalEncoding"), dim_(dim), max_len_(max_len) {
+  OASR_CHECK(dim > 0 && dim % 2 == 0, kInvalidArgument,
+             "SinusoidalPositions: the width must be positive and even, got ", dim);
+  register_parameter("pe", {1, max_len, dim}, DType::kF32, DTypePolicy::kFloating,
+                     /*required=*/false);
+  // WeNet: exp(arange(0, d, 2, float32) * -(log(10000) / d)); PyTorch casts
+  // the Python scalar to float32 and rounds the product to float32 before
+  // exp. exp in double then rounded gives the correctly rounded float.
+  const float neg_log_ratio = static_cast<float>(-(std::log(10000.0) / static_cast<double>(dim)));
+  frequencies_.resize(static_cast<size_t>(dim / 2));
+  for (int64_t i = 0; i < dim / 2; ++i) {
+    const float exponent = static_cast<float>(2 * i) * neg_log_ratio;
+    frequencies_[static_cast<size_t>(i)] =
+        static_cast<float>(std::exp(static_cast<double>(exponent)));
+  }
+}
+
+Tensor SinusoidalPositions::rows(int64_t offset, int64_t count) const {
+  OASR_CHECK(offset >= 0 && count >= 0 && offset + count <= max_len_, kInvalidArgument,
+             "positional encoding: positions [", offset, ", ", offset + count,
+             ") exceed the table of ", max_len_,
+             " rows (WeNet's max_len); split the audio into shorter utterances");
+  const ParameterSlot& table = slot("pe");
+  if (table.value.defined()) return table.value.slice(1, offset, offset + count);
+  Tensor out = Tensor::empty({1, count, dim_}, DType::kF32);
+  float* dst = out.data<float>();
+  for (int64_t p = 0; p < count; ++p) {
+    const float position = static_cast<float>(offset + p);
+    float* row = dst + p * dim_;
+    for (int64_t i = 0; i < dim_ / 2; ++i) {
+      const float angle = position * frequencies_[static_cast<size_t>(i)];
+      row[2 * i] = static_cast<float>(std::sin(static_cast<double>(angle)));
+      row[2 * i + 1] = static_cast<float>(std::cos(static_cast<double>(angle)));
+    }
+  }
+  return out;
+}
+
+GlobalCmvn::GlobalCmvn(int64_t dim) : Module("GlobalCMVN") {
+  register_parameter("mean", {dim});
+  register_parameter("istd", {dim});
+}
+
+Tensor GlobalCmvn::forward(const Tensor& x) const {
+  // x - mean is exact as x + (-1) * mean; then one rounding for * istd, as in
+  // PyTorch's (x - mean) * istd.
+  return ops::mul(ops::add_scaled(x, param("mean"), -1.0f), param("istd"));
+}
+
+PositionwiseFeedForward::PositionwiseFeedForward(int64_t dim, int64_t hidden, Activation activation,
+                                                 bool bias)
+    : Module("PositionwiseFeedForward") {
+  w_1_ = register_module("w_1",
+                         std::make_shared<layers::LinearActivation>(dim, hidden, activation, bias));
+  w_2_ = register_module("w_2", std::make_shared<layers::Linear>(hidden, dim, bias));
+}
+
+Tensor PositionwiseFeedForward::forward(const Tensor& x) const {
+  return w_2_->forward(w_1_->forward(x));
+}
+
+namespace u2pp_detail {
+
+Tensor concat(const std::vector<Tensor>& parts, int64_t dim) {
+  OASR_CHECK(!parts.empty(), kInternal, "concat: no parts");
+  const Tensor& first = parts.front();
+  const int64_t rank = first.dim();
+  const int64_t axis = dim < 0 ? dim + rank : dim;
+  OASR_CHECK(axis >= 0 && axis < rank, kInternal, "concat: dimension ", dim, " out of range");
+  Shape shape = first.shape();
+  int64_t total = 0;
+  for (const Tensor& part : parts) {
+    Shape expected = shape;
+    expected[axis] = part.size(axis);
+    OASR_CHECK(part.shape() == expected && part.dtype() == first.dtype(), kInternal,
+               "concat: part ", shape_str(part.shape()), " does not match ",
+               shape_str(first.shape()), " outside dimension ", axis);
+    total += part.size(axis);
+  }
+  shape[axis] = total;
+  Tensor out = Tensor::empty(shape, first.dtype());
+  int64_t at = 0;
+  for (const Tensor& part : parts) {
+    const int64_t length = part.size(axis);
+    if (length > 0) out.narrow(axis, at, length).copy_(part);
+    at += length;
+  }
+  return out;
+}
+
+bool has_padding(std::span<const int64_t> lengths, int64_t frames) {
+  return std::any_of(lengths.begin(), lengths.end(), [&](int64_t n) { return n < frames; });
+}
+
+Tensor zero_padded_frames(const Tensor& x, std::span<const int64_t> lengths) {
+  const int64_t frames = x.size(1);
+  if (lengths.empty() || !has_padding(lengths, frames)) return x;
+  Tensor out = x.contiguous().clone();
+  const int64_t channels = x.size(2);
+  float* data = out.data<float>();
+  for (int64_t b = 0; b < x.size(0); ++b) {
+    const int64_t valid = std::clamp<int64_t>(lengths[static_cast<size_t>(b)], 0, frames);
+    float* row = data + (b * frames + valid) * channels;
+    std::fill(row, row + (frames - valid) * channels, 0.0f);
+  }
+  return out;
+}
+
+Tensor split_heads(const Tensor& x, int64_t heads) {
+  const int64_t d_k = x.size(2) / heads;
+  return x.view({x.size(0), x.size(1), heads, d_k}).transpose(1, 2).contiguous();
+}
+
+Tensor merge_heads(const Tensor& x) {
+  return x.transpose(1, 2).contiguous().view({x.size(0), x.size(2), x.size(1) * x.size(3)});
+}
+
+std::vector<int64_t> lengths_vector(const Tensor& lengths, const char* what) {
+  OASR_CHECK(lengths.defined() && lengths.dim() == 1, kInvalidArgument, what,
+             " must be a 1-d integer tensor [B]");
+  OASR_CHECK(lengths.device().is_cpu(), kInvalidArgument, what, " must be a CPU tensor");
+  std::vector<int64_t> values(static_cast<size_t>(lengths.size(0)));
+  const Tensor c = lengths.contiguous();
+  if (c.dtype() == DType::kI64) {
+    std::copy_n(c.data<int64_t>(), values.size(), values.begin());
+  } else if (c.dtype() == DType::kI32) {
+    std::copy_n(c.data<int32_t>(), values.size(), values.begin());
+  } else {
+    OASR_THROW(kInvalidArgument, what, " must be int32 or int64, got ", dtype_name(c.dtype()));
+  }
+  return values;
+}
+
+}  // namespace u2pp_detail
+}  // namespace oasr::models

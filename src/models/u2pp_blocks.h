@@ -1,0 +1,85 @@
+// Small building blocks the U2++ encoder and decoder share: the sinusoid
+// position table, global CMVN, the position-wise feed-forward network, and
+// the tensor plumbing (concatenation, padded-frame zeroing, masks) that the
+// blocks need between layer calls.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <span>
+#include <vector>
+
+#include "core/activations.h"
+#include "layers/linear.h"
+#include "layers/module.h"
+
+namespace oasr::models {
+
+// WeNet's PositionalEncoding table: row p, channel 2i is sin(p * w_i) and
+// channel 2i + 1 is cos(p * w_i), w_i = exp(2i * -(ln 10000 / d)), with the
+// float32 roundings of WeNet's construction. WeNet checkpoints written since
+// early 2024 store the table as a buffer "pe" [1, max_len, d]; it is an
+// optional slot here, used when loaded and computed otherwise.
+class SinusoidalPositions : public Module {
+ public:
+  SinusoidalPositions(int64_t dim, int64_t max_len);
+  // Rows [offset, offset + count) as float32 [1, count, d]. Refuses rows past
+  // max_len, as WeNet does (an utterance longer than the table).
+  Tensor rows(int64_t offset, int64_t count) const;
+  int64_t dim() const { return dim_; }
+  int64_t max_len() const { return max_len_; }
+
+ private:
+  int64_t dim_;
+  int64_t max_len_;
+  std::vector<float> frequencies_;  // w_i, float32 as WeNet rounds them
+};
+
+// (x - mean) * istd over the last dimension (WeNet's GlobalCMVN, norm_var).
+class GlobalCmvn : public Module {
+ public:
+  explicit GlobalCmvn(int64_t dim);
+  Tensor forward(const Tensor& x) const;
+};
+
+// w_2(act(w_1(x))) (WeNet's PositionwiseFeedForward at inference).
+class PositionwiseFeedForward : public Module {
+ public:
+  PositionwiseFeedForward(int64_t dim, int64_t hidden, Activation activation, bool bias);
+  Tensor forward(const Tensor& x) const;
+
+ private:
+  std::shared_ptr<layers::LinearActivation> w_1_;
+  std::shared_ptr<layers::Linear> w_2_;
+};
+
+// A container named like torch.nn.Sequential so checkpoint paths such as
+// "embed.out.0.weight" resolve; it only holds children.
+class SequentialContainer : public Module {
+ public:
+  SequentialContainer() : Module("Sequential") {}
+};
+
+namespace u2pp_detail {
+
+// Concatenation of float32 tensors along `dim` (equal other dimensions) into
+// a new contiguous tensor. Parts with zero length along `dim` are allowed.
+Tensor concat(const std::vector<Tensor>& parts, int64_t dim);
+
+// Copies of `x` [B, T, C] with frames t >= lengths[b] set to 0 (WeNet's
+// masked_fill over padded frames). Returns x itself when nothing is padded.
+Tensor zero_padded_frames(const Tensor& x, std::span<const int64_t> lengths);
+
+// True when some lengths[b] < frames.
+bool has_padding(std::span<const int64_t> lengths, int64_t frames);
+
+// [B, T, H * d_k] -> contiguous [B, H, T, d_k].
+Tensor split_heads(const Tensor& x, int64_t heads);
+// [B, H, T, d_k] -> contiguous [B, T, H * d_k].
+Tensor merge_heads(const Tensor& x);
+
+// Lengths as int64 values from an int32/int64 CPU tensor of shape [B].
+std::vector<int64_t> lengths_vector(const Tensor& lengths, const char* what);
+
+}  // namespace u2pp_detail
+}  // namespace oasr::models

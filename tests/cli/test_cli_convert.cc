@@ -1,0 +1,83 @@
+// `oasr convert SRC DST [--force]` run as a user runs the built binary, on a
+// WeNet directory written by the tests (unit/wenet_test_util.h).
+#include <gtest/gtest.h>
+#include <unistd.h>
+
+#include <fstream>
+
+#include "cli/cli_test_util.h"
+#include "models/native_checkpoint.h"
+#include "unit/wenet_test_util.h"
+
+namespace oasr {
+namespace {
+
+namespace fs = std::filesystem;
+using testing::refused_with;
+using testing::TempDir;
+
+// `oasr <args>` run once (convert changes the disk, so cli_test_util's
+// run_oasr, which runs a command twice, does not fit), stderr kept apart.
+testing::CliResult run_oasr(const std::vector<std::string>& args) {
+  static int counter = 0;
+  const fs::path err_file =
+      fs::temp_directory_path() /
+      ("oasr-cli-convert-" + std::to_string(::getpid()) + "-" + std::to_string(counter++) + ".err");
+  std::string command = testing::shell_quote(OASR_CLI_BINARY);
+  for (const std::string& arg : args) command += " " + testing::shell_quote(arg);
+  const testing::CommandResult out =
+      testing::run_command("( " + command + " 2>" + testing::shell_quote(err_file.string()) + " )");
+  std::ifstream in(err_file);
+  std::string err((std::istreambuf_iterator<char>(in)), {});
+  fs::remove(err_file);
+  return {out.exit_code, out.signaled, out.output, err};
+}
+
+TEST(CliConvert, WritesANativeDirectoryAndSaysWhatItWrote) {
+  TempDir tmp;
+  const fs::path wenet = tmp.path() / "exp";
+  testing::write_tiny_wenet_dir(wenet);
+  const fs::path dst = tmp.path() / "native";
+  const auto result = run_oasr({"convert", wenet.string(), dst.string()});
+  ASSERT_EQ(result.exit_code, 0) << result.err;
+  EXPECT_EQ(result.err, "");
+  EXPECT_EQ(result.out, "wrote " + dst.string() + " (oasr native format v1) from wenet " +
+                            (wenet / "final.pt").string() +
+                            "\n  tensors: 7\n  vocabulary: 6 units (char)\n"
+                            "  cmvn: global (stored as tensors)\n");
+  const models::ModelSource native = models::load_checkpoint_dir(dst);
+  const models::ModelSource wenet_source = models::load_checkpoint_dir(wenet);
+  ASSERT_EQ(native.weights->names(), wenet_source.weights->names());
+  for (const std::string& name : native.weights->names()) {
+    EXPECT_TRUE(testing::bit_equal(native.weights->get(name), wenet_source.weights->get(name)));
+  }
+}
+
+TEST(CliConvert, RefusesOnOneLine) {
+  TempDir tmp;
+  const fs::path wenet = tmp.path() / "exp";
+  testing::write_tiny_wenet_dir(wenet);
+  const fs::path dst = tmp.path() / "native";
+  ASSERT_EQ(run_oasr({"convert", wenet.string(), dst.string()}).exit_code, 0);
+
+  EXPECT_TRUE(refused_with(run_oasr({"convert", wenet.string(), dst.string()}),
+                           {dst.string(), "exists and is not empty", "--force"}));
+  const auto forced = run_oasr({"convert", wenet.string(), dst.string(), "--force"});
+  EXPECT_EQ(forced.exit_code, 0) << forced.err;
+
+  EXPECT_TRUE(refused_with(run_oasr({"convert", (tmp.path() / "nope").string(), dst.string()}),
+                           {"nope", "no such file or directory"}));
+  // Configuration errors come out as one line naming the file and the key.
+  testing::write_text_file(wenet / "train.yaml", "encoder_conf:\n  num_blocks: [1\n  x: 2\n");
+  EXPECT_TRUE(refused_with(run_oasr({"convert", wenet.string(), (tmp.path() / "d2").string()}),
+                           {"train.yaml: malformed YAML at line"}));
+  testing::write_text_file(wenet / "train.yaml",
+                           testing::tiny_train_yaml("  input_layer_extra: 1\n"));
+  EXPECT_TRUE(refused_with(run_oasr({"convert", wenet.string(), (tmp.path() / "d3").string()}),
+                           {"unknown key encoder_conf.input_layer_extra"}));
+  EXPECT_FALSE(fs::exists(tmp.path() / "d2"));
+  EXPECT_FALSE(fs::exists(tmp.path() / "d3"));
+}
+
+}  // namespace
+}  // namespace oasr

@@ -1,0 +1,282 @@
+// Audio decoding (audio/audio_file.h): files written by libsndfile's own
+// encoders in every format the issue names, decoded from a path and from
+// memory; channel mixing; resampling on load; and every refusal.
+#include <gtest/gtest.h>
+#include <sndfile.h>
+#include <unistd.h>
+
+#include <fstream>
+#include <iterator>
+
+#include "audio/audio_file.h"
+#include "audio/resample.h"
+#include "support/test_support.h"
+#include "unit/test_audio_util.h"
+
+namespace oasr {
+namespace {
+
+using audio::AudioLoadOptions;
+using audio::DecodedAudio;
+using audio::load_audio;
+using audio::load_audio_from_memory;
+using testing::expect_error;
+using testing::int16_exact;
+using testing::TempDir;
+using testing::tones;
+using testing::write_audio_file;
+
+std::string read_bytes(const std::filesystem::path& path) {
+  std::ifstream in(path, std::ios::binary);
+  return {std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>()};
+}
+
+void write_bytes(const std::filesystem::path& path, const std::string& bytes) {
+  std::ofstream(path, std::ios::binary) << bytes;
+}
+
+// Signal-to-noise ratio in dB of `decoded` against `reference` (same length).
+double snr_db(const std::vector<float>& decoded, const std::vector<float>& reference) {
+  double signal = 0, noise = 0;
+  for (size_t i = 0; i < reference.size(); ++i) {
+    signal += static_cast<double>(reference[i]) * reference[i];
+    noise += std::pow(static_cast<double>(decoded[i]) - reference[i], 2);
+  }
+  return 10.0 * std::log10(signal / std::max(noise, 1e-30));
+}
+
+const std::vector<float>& speechband_tones_16k() {
+  static const std::vector<float> x =
+      int16_exact(tones({{440, 0.3}, {1000, 0.2, 0.5}, {2500, 0.1, 1.0}}, 16000, 16000));
+  return x;
+}
+
+TEST(AudioFile, LibsndfileReadsTheIssueFormats) {
+  const std::vector<std::string> names = audio::supported_audio_formats();
+  auto has = [&](const std::string& prefix) {
+    return std::any_of(names.begin(), names.end(),
+                       [&](const std::string& n) { return n.rfind(prefix, 0) == 0; });
+  };
+  EXPECT_TRUE(has("WAV"));
+  EXPECT_TRUE(has("FLAC"));
+  EXPECT_TRUE(has("OGG"));
+  EXPECT_TRUE(has("MPEG")) << "this libsndfile cannot read MP3 (needs >= 1.1 with mpg123)";
+}
+
+// 16-bit PCM in WAV and FLAC is lossless: the decoder returns k / 32768.
+TEST(AudioFile, Pcm16WavAndFlacDecodeExactly) {
+  TempDir dir;
+  const std::vector<float>& x = speechband_tones_16k();
+  for (const auto& [name, format] : {std::pair{"a.wav", SF_FORMAT_WAV | SF_FORMAT_PCM_16},
+                                     std::pair{"a.flac", SF_FORMAT_FLAC | SF_FORMAT_PCM_16}}) {
+    SCOPED_TRACE(name);
+    ASSERT_TRUE(write_audio_file(dir.path() / name, format, 1, 16000, x));
+    const DecodedAudio a = load_audio(dir.path() / name, 0);
+    EXPECT_EQ(a.samples, x);
+    EXPECT_EQ(a.sample_rate, 16000);
+    EXPECT_EQ(a.source_sample_rate, 16000);
+    EXPECT_EQ(a.source_channels, 1);
+    EXPECT_NE(a.source_format.find("16 bit"), std::string::npos) << a.source_format;
+    EXPECT_DOUBLE_EQ(a.duration_seconds(), 1.0);
+  }
+}
+
+TEST(AudioFile, ChannelsAreAveraged) {
+  TempDir dir;
+  const int64_t n = 3000;
+  const std::vector<float> a = int16_exact(tones({{300, 0.5}}, 16000, n));
+  const std::vector<float> b = int16_exact(tones({{700, 0.4, 1.0}}, 16000, n));
+  const std::vector<float> c = int16_exact(tones({{1900, 0.2, 2.0}}, 16000, n));
+  std::vector<float> interleaved;
+  for (int64_t i = 0; i < n; ++i) {
+    for (const auto* ch : {&a, &b, &c}) interleaved.push_back((*ch)[static_cast<size_t>(i)]);
+  }
+  ASSERT_TRUE(write_audio_file(dir.path() / "three.wav", SF_FORMAT_WAV | SF_FORMAT_PCM_16, 3, 16000,
+                               interleaved));
+  const DecodedAudio decoded = load_audio(dir.path() / "three.wav", 0);
+  EXPECT_EQ(decoded.source_channels, 3);
+  ASSERT_EQ(decoded.samples.size(), static_cast<size_t>(n));
+  for (int64_t i = 0; i < n; ++i) {
+    const auto k = static_cast<size_t>(i);
+    const double mean = (static_cast<double>(a[k]) + b[k] + c[k]) / 3.0;
+    ASSERT_NEAR(decoded.samples[k], mean, 1e-7) << "sample " << i;  // float rounding only
+  }
+}
+
+// Ogg Vorbis and MP3 are lossy: the decoded audio must be the same tones,
+// not a bit pattern. Vorbis keeps the exact length (the Ogg granule position
+// says where the audio ends).
+TEST(AudioFile, OggVorbisDecodesToTheSameAudio) {
+  TempDir dir;
+  const std::vector<float>& x = speechband_tones_16k();
+  ASSERT_TRUE(
+      write_audio_file(dir.path() / "a.ogg", SF_FORMAT_OGG | SF_FORMAT_VORBIS, 1, 16000, x));
+  const DecodedAudio a = load_audio(dir.path() / "a.ogg", 0);
+  ASSERT_EQ(a.samples.size(), x.size());
+  EXPECT_GT(snr_db(a.samples, x), 25.0);  // 30 dB observed at the default quality
+  EXPECT_NE(a.source_format.find("OGG"), std::string::npos) << a.source_format;
+}
+
+TEST(AudioFile, Mp3DecodesToTheSameAudio) {
+  const int format = SF_FORMAT_MPEG | SF_FORMAT_MPEG_LAYER_III;
+  if (!testing::can_write_format(format, 1, 16000)) {
+    GTEST_SKIP() << "this libsndfile has no MP3 encoder (LAME) to write the test file";
+  }
+  TempDir dir;
+  const std::vector<float>& x = speechband_tones_16k();
+  ASSERT_TRUE(write_audio_file(dir.path() / "a.mp3", format, 1, 16000, x));
+  const DecodedAudio a = load_audio(dir.path() / "a.mp3", 0);
+  EXPECT_EQ(a.sample_rate, 16000);
+  // The decoder honours LAME's gapless header, so the length and alignment
+  // survive; the codec's error is what is left.
+  ASSERT_EQ(a.samples.size(), x.size());
+  EXPECT_GT(snr_db(a.samples, x), 25.0);  // 38 dB observed
+  EXPECT_NE(a.source_format.find("MPEG"), std::string::npos) << a.source_format;
+}
+
+TEST(AudioFile, MemoryDecodeEqualsFileDecode) {
+  TempDir dir;
+  const std::vector<float>& x = speechband_tones_16k();
+  for (const auto& [name, format] : {std::pair{"m.wav", SF_FORMAT_WAV | SF_FORMAT_PCM_16},
+                                     std::pair{"m.flac", SF_FORMAT_FLAC | SF_FORMAT_PCM_24},
+                                     std::pair{"m.ogg", SF_FORMAT_OGG | SF_FORMAT_VORBIS},
+                                     std::pair{"m.w32.wav", SF_FORMAT_WAV | SF_FORMAT_FLOAT}}) {
+    SCOPED_TRACE(name);
+    ASSERT_TRUE(write_audio_file(dir.path() / name, format, 1, 16000, x));
+    const DecodedAudio from_file = load_audio(dir.path() / name, 0);
+    const DecodedAudio from_memory =
+        load_audio_from_memory(read_bytes(dir.path() / name), "request body", {});
+    EXPECT_EQ(from_memory.samples, from_file.samples);
+    EXPECT_EQ(from_memory.source_format, from_file.source_format);
+    EXPECT_EQ(from_memory.sample_rate, 16000);
+  }
+}
+
+TEST(AudioFile, ResamplesToTheTargetRate) {
+  TempDir dir;
+  const std::vector<float> x = int16_exact(tones({{300, 0.4}, {1200, 0.3}}, 8000, 4001));
+  ASSERT_TRUE(
+      write_audio_file(dir.path() / "8k.wav", SF_FORMAT_WAV | SF_FORMAT_PCM_16, 1, 8000, x));
+  const DecodedAudio a = load_audio(dir.path() / "8k.wav", 16000);
+  EXPECT_EQ(a.sample_rate, 16000);
+  EXPECT_EQ(a.source_sample_rate, 8000);
+  EXPECT_EQ(a.samples, audio::resample(x, 8000, 16000));
+  EXPECT_EQ(a.samples.size(), 8002u);
+
+  // The same rate as the file: no resampling at all.
+  EXPECT_EQ(load_audio(dir.path() / "8k.wav", 8000).samples, x);
+
+  // From memory too.
+  AudioLoadOptions options;
+  options.target_sample_rate = 16000;
+  EXPECT_EQ(load_audio_from_memory(read_bytes(dir.path() / "8k.wav"), "body", options).samples,
+            a.samples);
+}
+
+TEST(AudioFile, RequireSampleRateRefusesInsteadOfResampling) {
+  TempDir dir;
+  const std::vector<float> x = int16_exact(tones({{300, 0.4}}, 8000, 800));
+  const auto path = dir.path() / "calib_8k.wav";
+  ASSERT_TRUE(write_audio_file(path, SF_FORMAT_WAV | SF_FORMAT_PCM_16, 1, 8000, x));
+  AudioLoadOptions options;
+  options.target_sample_rate = 16000;
+  options.require_sample_rate = true;
+  expect_error([&] { load_audio(path, options); }, ErrorCode::kInvalidArgument,
+               {path.string(), "8000 Hz", "16000 Hz", "require_sample_rate"});
+  expect_error([&] { load_audio_from_memory(read_bytes(path), "calibration item 3", options); },
+               ErrorCode::kInvalidArgument, {"calibration item 3", "8000 Hz", "16000 Hz"});
+  options.target_sample_rate = 8000;
+  EXPECT_EQ(load_audio(path, options).samples, x);
+}
+
+TEST(AudioFile, MissingFileIsNotFound) {
+  TempDir dir;
+  const auto path = dir.path() / "nope.wav";
+  expect_error([&] { load_audio(path, 16000); }, ErrorCode::kNotFound,
+               {path.string(), "no such audio file"});
+}
+
+TEST(AudioFile, DirectoryIsRefused) {
+  TempDir dir;
+  expect_error([&] { load_audio(dir.path(), 16000); }, ErrorCode::kIo,
+               {dir.path().string(), "directory"});
+}
+
+TEST(AudioFile, UnreadableFileIsAnIoError) {
+  if (geteuid() == 0) GTEST_SKIP() << "running as root: file permissions do not apply";
+  TempDir dir;
+  const auto path = dir.path() / "locked.wav";
+  ASSERT_TRUE(
+      write_audio_file(path, SF_FORMAT_WAV | SF_FORMAT_PCM_16, 1, 16000, speechband_tones_16k()));
+  std::filesystem::permissions(path, std::filesystem::perms::none);
+  expect_error([&] { load_audio(path, 16000); }, ErrorCode::kIo, {path.string(), "cannot open"});
+}
+
+TEST(AudioFile, TextFileNamedWavIsCorrupt) {
+  TempDir dir;
+  const auto path = dir.path() / "x.wav";
+  write_bytes(path, "this is not audio, just some text that happens to end in .wav\n");
+  expect_error([&] { load_audio(path, 16000); }, ErrorCode::kCorruptFile,
+               {path.string(), "not a readable audio file", "libsndfile:"});
+  expect_error([&] { load_audio_from_memory(read_bytes(path), "upload", {}); },
+               ErrorCode::kCorruptFile, {"upload", "libsndfile:"});
+}
+
+TEST(AudioFile, ZeroFrameFileIsEmptyAudio) {
+  TempDir dir;
+  const auto path = dir.path() / "empty.wav";
+  ASSERT_TRUE(write_audio_file(path, SF_FORMAT_WAV | SF_FORMAT_PCM_16, 1, 16000, {}));
+  expect_error([&] { load_audio(path, 16000); }, ErrorCode::kInvalidArgument,
+               {path.string(), "empty audio"});
+  expect_error([&] { load_audio_from_memory(read_bytes(path), "body", {}); },
+               ErrorCode::kInvalidArgument, {"body", "empty audio"});
+  expect_error([&] { load_audio_from_memory("", "body", {}); }, ErrorCode::kInvalidArgument,
+               {"body", "0 bytes"});
+}
+
+TEST(AudioFile, LongerThanTheLimitIsRefused) {
+  TempDir dir;
+  const auto path = dir.path() / "one_second.wav";
+  ASSERT_TRUE(
+      write_audio_file(path, SF_FORMAT_WAV | SF_FORMAT_PCM_16, 1, 16000, speechband_tones_16k()));
+  AudioLoadOptions options;
+  options.max_duration_seconds = 0.5;
+  expect_error([&] { load_audio(path, options); }, ErrorCode::kInvalidArgument,
+               {path.string(), "0.5 s", "max_duration_seconds"});
+  options.max_duration_seconds = 1.0;  // exactly at the limit is accepted
+  EXPECT_EQ(load_audio(path, options).samples.size(), 16000u);
+  EXPECT_EQ(AudioLoadOptions{}.max_duration_seconds, 7200.0);
+}
+
+TEST(AudioFile, NonFiniteFloatSampleIsCorrupt) {
+  TempDir dir;
+  const auto path = dir.path() / "nan.wav";
+  std::vector<float> x(100, 0.25f);
+  x[42] = NAN;
+  ASSERT_TRUE(write_audio_file(path, SF_FORMAT_WAV | SF_FORMAT_FLOAT, 1, 16000, x));
+  expect_error([&] { load_audio(path, 16000); }, ErrorCode::kCorruptFile,
+               {path.string(), "sample 42", "not a finite number"});
+}
+
+TEST(AudioFile, OptionsAreValidated) {
+  AudioLoadOptions options;
+  options.target_sample_rate = -1;
+  expect_error([&] { options.validate(); }, ErrorCode::kInvalidArgument, {"target_sample_rate"});
+  options = {};
+  options.require_sample_rate = true;  // nothing to require
+  expect_error([&] { options.validate(); }, ErrorCode::kInvalidArgument,
+               {"require_sample_rate", "target_sample_rate"});
+  options = {};
+  options.max_duration_seconds = 0;
+  expect_error([&] { options.validate(); }, ErrorCode::kInvalidArgument, {"max_duration_seconds"});
+  options.max_duration_seconds = NAN;
+  expect_error([&] { options.validate(); }, ErrorCode::kInvalidArgument, {"max_duration_seconds"});
+  // load_audio validates before touching the file.
+  expect_error([&] { load_audio("/nonexistent.wav", options); }, ErrorCode::kInvalidArgument,
+               {"max_duration_seconds"});
+  EXPECT_EQ(AudioLoadOptions{}.dump(),
+            "target_sample_rate=0 require_sample_rate=false max_duration_seconds=7200");
+}
+
+}  // namespace
+}  // namespace oasr
