@@ -12,7 +12,6 @@ const std::vector<Variable>& known_variables() {
       {"OASR_LOG_LEVEL", "trace|debug|info|warn|error|off (default: warn)"},
       {"OASR_SCALED_MM_BACKEND", "auto|native|mma_sync|cublaslt: the 8-bit GEMM lane"},
       {"OASR_QUANT_FUSION", "0 disarms every fused quantize producer (A/B attribution)"},
-      {"OASR_NUM_THREADS", "CPU worker threads for ops (default: hardware concurrency)"},
   };
   return vars;
 }

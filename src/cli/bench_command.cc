@@ -1,0 +1,288 @@
+// `oasr bench encoder --ckpt-dir DIR [...]`: wall-clock time of the U2++
+// encoder (full attention, CPU float32) on synthetic fbank input, one JSON
+// line per batch size, then the same measurement by the PyTorch oracle model
+// (bench/u2pp_torch_bench.py, run as a subprocess) and one comparison line
+// per batch size. Timing only: the outputs are not compared here (the oracle
+// tests do that).
+#include <nlohmann/json.hpp>
+
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <array>
+#include <chrono>
+#include <cmath>
+#include <cstdio>
+#include <filesystem>
+#include <iostream>
+#include <map>
+#include <memory>
+#include <random>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include "cli/command.h"
+#include "core/error.h"
+#include "core/tensor.h"
+#include "models/native_checkpoint.h"
+#include "models/u2pp_model.h"
+
+// The CPU ops run their GEMMs and convolutions in OpenBLAS, whose thread pool
+// is the only CPU parallelism oasr has today; there is no oasr API for it
+// yet, so the bench reads and sets it directly (libopenblas is on the link
+// line through oasr_ops).
+extern "C" {
+int openblas_get_num_threads(void);
+void openblas_set_num_threads(int num_threads);
+}
+
+namespace oasr::cli {
+
+namespace {
+
+namespace fs = std::filesystem;
+
+constexpr int64_t kFramesPerSecond = 100;  // 10 ms fbank frame shift
+constexpr uint32_t kInputSeed = 0;
+constexpr size_t kStderrTailLines = 20;
+
+struct BenchEncoderOptions {
+  std::string checkpoint_dir;
+  std::string device = "cpu";
+  double seconds = 10.0;
+  std::string batch = "1,4";
+  int warmup = 2;
+  int iters = 5;
+  int threads = 0;  // 0: OpenBLAS's default
+  bool no_baseline = false;
+  std::string baseline_python;
+  std::string baseline_script = "bench/u2pp_torch_bench.py";
+};
+
+std::vector<int64_t> parse_batch_sizes(const std::string& text) {
+  std::vector<int64_t> sizes;
+  std::stringstream stream(text);
+  std::string part;
+  while (std::getline(stream, part, ',')) {
+    size_t used = 0;
+    int64_t size = 0;
+    try {
+      size = std::stoll(part, &used);
+    } catch (const std::exception&) {
+      used = 0;
+    }
+    OASR_CHECK(used == part.size() && size >= 1, kInvalidArgument, "--batch '", text,
+               "' must be a comma-separated list of positive integers, e.g. 1,4");
+    sizes.push_back(size);
+  }
+  OASR_CHECK(!sizes.empty(), kInvalidArgument, "--batch is empty; give e.g. 1,4");
+  return sizes;
+}
+
+// Normal(0, 1) values like a CMVN'd fbank; the encoder's cost does not
+// depend on them, the fixed seed only makes runs repeatable.
+Tensor random_fbank(int64_t batch, int64_t frames, int64_t bins, std::mt19937& generator) {
+  Tensor feats = Tensor::empty({batch, frames, bins}, DType::kF32);
+  std::normal_distribution<float> normal(0.0f, 1.0f);
+  float* data = feats.data<float>();
+  for (int64_t i = 0; i < feats.numel(); ++i) data[i] = normal(generator);
+  return feats;
+}
+
+double median(std::vector<double> values) {
+  std::sort(values.begin(), values.end());
+  const size_t n = values.size();
+  return n % 2 == 1 ? values[n / 2] : 0.5 * (values[n / 2 - 1] + values[n / 2]);
+}
+
+double round3(double value) {
+  return std::round(value * 1000.0) / 1000.0;
+}
+
+nlohmann::ordered_json time_oasr_encoder(const models::U2ppModel& model,
+                                         const BenchEncoderOptions& options, int64_t batch,
+                                         std::mt19937& generator) {
+  const int64_t frames = static_cast<int64_t>(std::llround(options.seconds * kFramesPerSecond));
+  const Tensor feats = random_fbank(batch, frames, model.config().encoder.input_dim, generator);
+  const Tensor lengths = Tensor::from_vector(std::vector<int64_t>(batch, frames), {batch});
+  std::vector<double> times_ms;
+  for (int run = 0; run < options.warmup + options.iters; ++run) {
+    const auto start = std::chrono::steady_clock::now();
+    const auto output = model.encode(feats, lengths);  // full attention by default
+    const auto stop = std::chrono::steady_clock::now();
+    OASR_CHECK(output.out.defined(), kInternal, "encode returned no output");
+    if (run >= options.warmup) {
+      times_ms.push_back(std::chrono::duration<double, std::milli>(stop - start).count());
+    }
+  }
+  const double median_ms = median(times_ms);
+  nlohmann::ordered_json line;
+  line["bench"] = "encoder";
+  line["impl"] = "oasr";
+  line["device"] = options.device;
+  line["batch"] = batch;
+  line["seconds"] = options.seconds;
+  line["median_ms"] = round3(median_ms);
+  line["min_ms"] = round3(*std::min_element(times_ms.begin(), times_ms.end()));
+  line["rtfx"] = round3(static_cast<double>(batch) * options.seconds / (median_ms / 1e3));
+  line["threads"] = openblas_get_num_threads();
+  return line;
+}
+
+// Single quotes keep the shell from expanding anything in a path.
+std::string shell_quote(const std::string& text) {
+  std::string quoted = "'";
+  for (char c : text) quoted += c == '\'' ? std::string("'\\''") : std::string(1, c);
+  return quoted + "'";
+}
+
+std::string default_baseline_python() {
+  const fs::path venv_python = fs::path(".venv") / "bin" / "python";
+  return fs::exists(venv_python) ? venv_python.string() : std::string("python3");
+}
+
+std::string last_lines(const std::string& text, size_t count) {
+  size_t begin = text.size();
+  for (size_t seen = 0; begin > 0 && seen <= count; --begin) {
+    if (text[begin - 1] == '\n') ++seen;
+  }
+  return text.substr(begin);
+}
+
+// Runs the PyTorch baseline, relays each of its JSON lines and returns them
+// by batch size. Its stderr goes to a temporary file so that a failure can be
+// shown as a tail rather than interleaved with the JSON on stdout.
+std::map<int64_t, nlohmann::json> run_baseline(const BenchEncoderOptions& options, int threads) {
+  OASR_CHECK(fs::exists(options.baseline_script), kNotFound, "baseline script ",
+             options.baseline_script,
+             " not found; run from the source directory, pass --baseline-script PATH, or "
+             "--no-baseline");
+  const std::string python =
+      options.baseline_python.empty() ? default_baseline_python() : options.baseline_python;
+  const fs::path stderr_path =
+      fs::temp_directory_path() / ("oasr_bench_stderr_" + std::to_string(::getpid()) + ".txt");
+  std::ostringstream command;
+  command << shell_quote(python) << " " << shell_quote(options.baseline_script) << " --ckpt-dir "
+          << shell_quote(options.checkpoint_dir) << " --seconds " << options.seconds << " --batch "
+          << shell_quote(options.batch) << " --warmup " << options.warmup << " --iters "
+          << options.iters << " --threads " << threads << " --seed " << kInputSeed << " 2> "
+          << shell_quote(stderr_path.string());
+
+  std::map<int64_t, nlohmann::json> lines;
+  std::string bad_line;
+  FILE* pipe = ::popen(command.str().c_str(), "r");
+  OASR_CHECK(pipe != nullptr, kInternal, "could not start the baseline: ", command.str());
+  std::string current;
+  std::array<char, 4096> buffer{};
+  while (std::fgets(buffer.data(), static_cast<int>(buffer.size()), pipe) != nullptr) {
+    current += buffer.data();
+    if (current.empty() || current.back() != '\n') continue;
+    current.pop_back();
+    nlohmann::json parsed = nlohmann::json::parse(current, nullptr, /*allow_exceptions=*/false);
+    if (parsed.is_object() && parsed.contains("batch") && parsed["batch"].is_number_integer() &&
+        parsed.contains("median_ms") && parsed["median_ms"].is_number()) {
+      std::cout << current << std::endl;
+      lines[parsed["batch"].get<int64_t>()] = parsed;
+    } else if (bad_line.empty()) {
+      bad_line = current;
+    }
+    current.clear();
+  }
+  const int status = ::pclose(pipe);
+
+  std::string stderr_text;
+  if (FILE* file = std::fopen(stderr_path.c_str(), "r")) {
+    while (std::fgets(buffer.data(), static_cast<int>(buffer.size()), file) != nullptr) {
+      stderr_text += buffer.data();
+    }
+    std::fclose(file);
+  }
+  std::error_code ignored;
+  fs::remove(stderr_path, ignored);
+
+  const bool exited_ok = status != -1 && WIFEXITED(status) && WEXITSTATUS(status) == 0;
+  if (!exited_ok || !bad_line.empty()) {
+    std::cerr << last_lines(stderr_text, kStderrTailLines);
+    OASR_THROW(kInvalidArgument, "the PyTorch baseline (", python, " ", options.baseline_script,
+               ") failed",
+               exited_ok ? " to print JSON lines (got '" + bad_line + "')"
+                         : " with exit status " + std::to_string(WEXITSTATUS(status)),
+               "; its stderr tail is above; use --baseline-python PATH or --no-baseline");
+  }
+  return lines;
+}
+
+void run_bench_encoder(const BenchEncoderOptions& options) {
+  OASR_CHECK(options.device == "cpu", kUnsupported, "--device ", options.device,
+             " is not benchmarked yet; only cpu is");
+  OASR_CHECK(options.seconds > 0, kInvalidArgument, "--seconds must be positive");
+  OASR_CHECK(options.iters >= 1 && options.warmup >= 0, kInvalidArgument,
+             "need --iters >= 1 and --warmup >= 0");
+  const std::vector<int64_t> batch_sizes = parse_batch_sizes(options.batch);
+  if (options.threads > 0) openblas_set_num_threads(options.threads);
+  const int threads = openblas_get_num_threads();
+
+  const auto model = models::load_u2pp_model(models::load_checkpoint_dir(options.checkpoint_dir));
+  std::mt19937 generator(kInputSeed);
+  std::map<int64_t, double> oasr_median_ms;
+  for (int64_t batch : batch_sizes) {
+    const nlohmann::ordered_json line = time_oasr_encoder(*model, options, batch, generator);
+    oasr_median_ms[batch] = line["median_ms"].get<double>();
+    std::cout << line.dump() << std::endl;
+  }
+  if (options.no_baseline) return;
+
+  const std::map<int64_t, nlohmann::json> baseline = run_baseline(options, threads);
+  for (int64_t batch : batch_sizes) {
+    const auto found = baseline.find(batch);
+    OASR_CHECK(found != baseline.end(), kInvalidArgument,
+               "the PyTorch baseline printed no line for batch ", batch);
+    nlohmann::ordered_json line;
+    line["bench"] = "encoder";
+    line["compare"] = "pytorch/oasr";
+    line["batch"] = batch;
+    line["speedup"] = round3(found->second["median_ms"].get<double>() / oasr_median_ms[batch]);
+    std::cout << line.dump() << std::endl;
+  }
+}
+
+}  // namespace
+
+Command add_bench_command(CLI::App& parent) {
+  CLI::App* app = parent.add_subcommand("bench", "Measure inference speed (JSON lines on stdout)");
+  app->require_subcommand(1);
+  auto options = std::make_shared<BenchEncoderOptions>();
+  CLI::App* encoder = app->add_subcommand(
+      "encoder",
+      "Time the U2++ encoder (full attention, float32) on random fbank input and compare with "
+      "the PyTorch oracle model");
+  encoder
+      ->add_option("--ckpt-dir", options->checkpoint_dir,
+                   "checkpoint directory (WeNet experiment directory or oasr native)")
+      ->required();
+  encoder->add_option("--device", options->device, "cpu (the only device benchmarked so far)")
+      ->capture_default_str();
+  encoder->add_option("--seconds", options->seconds, "audio seconds per row (100 frames/s)")
+      ->capture_default_str();
+  encoder->add_option("--batch", options->batch, "comma-separated batch sizes")
+      ->capture_default_str();
+  encoder->add_option("--warmup", options->warmup, "untimed runs first")->capture_default_str();
+  encoder->add_option("--iters", options->iters, "timed runs (the median is reported)")
+      ->capture_default_str();
+  encoder
+      ->add_option("--threads", options->threads,
+                   "CPU threads for oasr and the baseline (0: OpenBLAS's default)")
+      ->capture_default_str();
+  encoder->add_flag("--no-baseline", options->no_baseline, "skip the PyTorch baseline");
+  encoder->add_option("--baseline-python", options->baseline_python,
+                      "python with torch (default: .venv/bin/python if present, else python3)");
+  encoder
+      ->add_option("--baseline-script", options->baseline_script,
+                   "the baseline script (relative paths are from the working directory)")
+      ->capture_default_str();
+  return {app, [options] { run_bench_encoder(*options); }};
+}
+
+}  // namespace oasr::cli
