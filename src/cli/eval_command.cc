@@ -28,9 +28,8 @@ struct EvalOptions {
 };
 
 void run_eval(const EvalOptions& options) {
-  OASR_CHECK(options.output_format == "text" || options.output_format == "json",
-             kInvalidArgument, "unknown --output-format '", options.output_format,
-             "'; use text or json");
+  OASR_CHECK(options.output_format == "text" || options.output_format == "json", kInvalidArgument,
+             "unknown --output-format '", options.output_format, "'; use text or json");
   const engine::ErrorRateUnit unit = engine::parse_error_rate_unit(options.metric);
   engine::ManifestOptions manifest_options;
   manifest_options.audio_root = options.audio_root;
@@ -64,8 +63,8 @@ void run_eval(const EvalOptions& options) {
   }
   const auto& t = result.totals;
   std::cout << std::fixed << std::setprecision(2) << engine::error_rate_unit_name(unit) << " "
-            << 100.0 * t.error_rate() << "% (" << t.errors() << " errors / "
-            << t.reference_length << " reference " << (unit == engine::ErrorRateUnit::kWord ? "words" : "characters")
+            << 100.0 * t.error_rate() << "% (" << t.errors() << " errors / " << t.reference_length
+            << " reference " << (unit == engine::ErrorRateUnit::kWord ? "words" : "characters")
             << ")  substitutions " << t.substitutions << "  deletions " << t.deletions
             << "  insertions " << t.insertions << "  utterances " << result.utterances << "\n";
   if (options.per_utterance && result.per_utterance) {

@@ -19,9 +19,8 @@ struct TranscribeOptions {
 };
 
 void run_transcribe(const TranscribeOptions& options) {
-  OASR_CHECK(options.output_format == "text" || options.output_format == "json",
-             kInvalidArgument, "unknown --output-format '", options.output_format,
-             "'; use text or json");
+  OASR_CHECK(options.output_format == "text" || options.output_format == "json", kInvalidArgument,
+             "unknown --output-format '", options.output_format, "'; use text or json");
   engine::ASREngine engine(options.engine.to_config());
   std::vector<std::filesystem::path> paths(options.audio.begin(), options.audio.end());
   const auto results = engine.transcribe_files(paths);
