@@ -15,10 +15,10 @@ struct Command {
 };
 
 // One registration function per subcommand (one file each).
-Command add_info_command(CLI::App& parent);  // info_command.cc
-Command add_convert_command(CLI::App& parent);  // convert_command.cc
+Command add_info_command(CLI::App& parent);        // info_command.cc
+Command add_convert_command(CLI::App& parent);     // convert_command.cc
 Command add_transcribe_command(CLI::App& parent);  // transcribe_command.cc
-Command add_eval_command(CLI::App& parent);  // eval_command.cc
-Command add_bench_command(CLI::App& parent);  // bench_command.cc
+Command add_eval_command(CLI::App& parent);        // eval_command.cc
+Command add_bench_command(CLI::App& parent);       // bench_command.cc
 
 }  // namespace oasr::cli

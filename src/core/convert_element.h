@@ -17,24 +17,36 @@ namespace oasr {
 
 OASR_HD inline float load_element_as_float(const void* p, DType dtype) {
   switch (dtype) {
-    case DType::kF32: return *static_cast<const float*>(p);
-    case DType::kF16: return f16_bits_to_f32(*static_cast<const uint16_t*>(p));
-    case DType::kBF16: return bf16_bits_to_f32(*static_cast<const uint16_t*>(p));
-    case DType::kF8E4M3: return e4m3_bits_to_f32(*static_cast<const uint8_t*>(p));
-    case DType::kI8: return static_cast<float>(*static_cast<const int8_t*>(p));
-    case DType::kU8: return static_cast<float>(*static_cast<const uint8_t*>(p));
-    case DType::kI32: return static_cast<float>(*static_cast<const int32_t*>(p));
-    case DType::kI64: return static_cast<float>(*static_cast<const int64_t*>(p));
+    case DType::kF32:
+      return *static_cast<const float*>(p);
+    case DType::kF16:
+      return f16_bits_to_f32(*static_cast<const uint16_t*>(p));
+    case DType::kBF16:
+      return bf16_bits_to_f32(*static_cast<const uint16_t*>(p));
+    case DType::kF8E4M3:
+      return e4m3_bits_to_f32(*static_cast<const uint8_t*>(p));
+    case DType::kI8:
+      return static_cast<float>(*static_cast<const int8_t*>(p));
+    case DType::kU8:
+      return static_cast<float>(*static_cast<const uint8_t*>(p));
+    case DType::kI32:
+      return static_cast<float>(*static_cast<const int32_t*>(p));
+    case DType::kI64:
+      return static_cast<float>(*static_cast<const int64_t*>(p));
   }
   return 0.f;
 }
 
 OASR_HD inline int64_t load_element_as_int64(const void* p, DType dtype) {
   switch (dtype) {
-    case DType::kI8: return *static_cast<const int8_t*>(p);
-    case DType::kU8: return *static_cast<const uint8_t*>(p);
-    case DType::kI32: return *static_cast<const int32_t*>(p);
-    case DType::kI64: return *static_cast<const int64_t*>(p);
+    case DType::kI8:
+      return *static_cast<const int8_t*>(p);
+    case DType::kU8:
+      return *static_cast<const uint8_t*>(p);
+    case DType::kI32:
+      return *static_cast<const int32_t*>(p);
+    case DType::kI64:
+      return *static_cast<const int64_t*>(p);
     default: {
       const float v = load_element_as_float(p, dtype);
       // 9.2e18 < 2^63: the cast below is defined for every value that passes.
@@ -44,8 +56,7 @@ OASR_HD inline int64_t load_element_as_int64(const void* p, DType dtype) {
   }
 }
 
-OASR_HD inline void convert_element(const void* src, DType src_dtype, void* dst,
-                                    DType dst_dtype) {
+OASR_HD inline void convert_element(const void* src, DType src_dtype, void* dst, DType dst_dtype) {
   switch (dst_dtype) {
     case DType::kF32:
       *static_cast<float*>(dst) = load_element_as_float(src, src_dtype);
@@ -77,10 +88,18 @@ OASR_HD inline void convert_element(const void* src, DType src_dtype, void* dst,
 // Size in bytes, usable in device code (dtype_size() lives in a .cc).
 OASR_HD inline int dtype_size_hd(DType dtype) {
   switch (dtype) {
-    case DType::kF32: case DType::kI32: return 4;
-    case DType::kF16: case DType::kBF16: return 2;
-    case DType::kI8: case DType::kU8: case DType::kF8E4M3: return 1;
-    case DType::kI64: return 8;
+    case DType::kF32:
+    case DType::kI32:
+      return 4;
+    case DType::kF16:
+    case DType::kBF16:
+      return 2;
+    case DType::kI8:
+    case DType::kU8:
+    case DType::kF8E4M3:
+      return 1;
+    case DType::kI64:
+      return 8;
   }
   return 0;
 }

@@ -49,8 +49,8 @@ std::string get_choice(const std::string& name, const std::vector<std::string>& 
   if (std::find(choices.begin(), choices.end(), *value) != choices.end()) return *value;
   std::string accepted;
   for (const auto& c : choices) accepted += (accepted.empty() ? "" : "|") + c;
-  OASR_THROW(kInvalidArgument, "environment variable ", name, "='", *value,
-             "' is not one of ", accepted);
+  OASR_THROW(kInvalidArgument, "environment variable ", name, "='", *value, "' is not one of ",
+             accepted);
 }
 
 }  // namespace oasr::env

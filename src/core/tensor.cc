@@ -34,8 +34,8 @@ Shape contiguous_strides(const Shape& shape) {
 }
 
 void throw_from_vector_size_mismatch(size_t got, const Shape& shape) {
-  OASR_THROW(kInvalidArgument, "from_vector: ", got, " values cannot fill shape ",
-             shape_str(shape), " (", shape_numel(shape), " elements)");
+  OASR_THROW(kInvalidArgument, "from_vector: ", got, " values cannot fill shape ", shape_str(shape),
+             " (", shape_numel(shape), " elements)");
 }
 
 // ---- Storage ---------------------------------------------------------------
@@ -69,8 +69,8 @@ void check_shape(const Shape& shape) {
 Tensor Tensor::empty(const Shape& shape, DType dtype, Device device) {
   check_shape(shape);
   Tensor t;
-  t.storage_ = Storage::allocate(static_cast<size_t>(shape_numel(shape)) * dtype_size(dtype),
-                                 device);
+  t.storage_ =
+      Storage::allocate(static_cast<size_t>(shape_numel(shape)) * dtype_size(dtype), device);
   t.shape_ = shape;
   t.strides_ = contiguous_strides(shape);
   t.dtype_ = dtype;
@@ -117,9 +117,13 @@ int64_t wrap_dim(int64_t d, int64_t rank, const char* what) {
 }
 }  // namespace
 
-int64_t Tensor::size(int64_t d) const { return shape_[wrap_dim(d, dim(), "size")]; }
+int64_t Tensor::size(int64_t d) const {
+  return shape_[wrap_dim(d, dim(), "size")];
+}
 
-Device Tensor::device() const { return storage_ ? storage_->device() : Device::cpu(); }
+Device Tensor::device() const {
+  return storage_ ? storage_->device() : Device::cpu();
+}
 
 bool Tensor::is_contiguous() const {
   if (numel() == 0) return true;  // no element to misplace (PyTorch agrees)
@@ -141,7 +145,6 @@ void Tensor::check_dtype(DType expected, const char* what) const {
   OASR_CHECK(dtype_ == expected, kInvalidArgument, what, ": tensor is ", dtype_name(dtype_),
              ", requested ", dtype_name(expected));
 }
-
 
 float Tensor::item_float(const std::vector<int64_t>& index) const {
   OASR_CHECK(device().is_cpu(), kInvalidArgument, "item_float needs a CPU tensor, got ",
@@ -181,8 +184,8 @@ Tensor Tensor::view(const Shape& requested) const {
                shape_str(requested), " for ", numel(), " elements");
     shape[inferred] = numel() / known;
   }
-  OASR_CHECK(shape_numel(shape) == numel(), kInvalidArgument, "view: shape ",
-             shape_str(requested), " does not hold ", numel(), " elements of ", str());
+  OASR_CHECK(shape_numel(shape) == numel(), kInvalidArgument, "view: shape ", shape_str(requested),
+             " does not hold ", numel(), " elements of ", str());
   Tensor t = *this;
   t.shape_ = shape;
   t.strides_ = contiguous_strides(shape);

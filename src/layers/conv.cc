@@ -25,14 +25,16 @@ DepthwiseConv1d::DepthwiseConv1d(int64_t channels, int64_t kernel_size, bool bia
 }
 
 Tensor DepthwiseConv1d::forward(const Tensor& x, int64_t pad_left, int64_t pad_right) const {
-  return ops::depthwise_conv1d(x, param("weight"), has_bias_ ? param("bias") : Tensor(),
-                               pad_left, pad_right);
+  return ops::depthwise_conv1d(x, param("weight"), has_bias_ ? param("bias") : Tensor(), pad_left,
+                               pad_right);
 }
 
 Embedding::Embedding(int64_t num_embeddings, int64_t dim) : Module("Embedding") {
   register_parameter("weight", {num_embeddings, dim});
 }
 
-Tensor Embedding::forward(const Tensor& ids) const { return ops::embedding(ids, param("weight")); }
+Tensor Embedding::forward(const Tensor& ids) const {
+  return ops::embedding(ids, param("weight"));
+}
 
 }  // namespace oasr::layers

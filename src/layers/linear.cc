@@ -22,8 +22,8 @@ Tensor Linear::forward(const Tensor& x) const {
   return ops::linear(x, weight_matrix(), has_bias_ ? param("bias") : Tensor());
 }
 
-LinearActivation::LinearActivation(int64_t in_features, int64_t out_features,
-                                   Activation activation, bool bias)
+LinearActivation::LinearActivation(int64_t in_features, int64_t out_features, Activation activation,
+                                   bool bias)
     : Linear(in_features, out_features, bias, "LinearActivation", {out_features, in_features}),
       activation_(activation) {}
 

@@ -34,8 +34,8 @@ ParameterSlot& Module::register_parameter(const std::string& name, Shape shape, 
                                           DTypePolicy policy, bool required) {
   OASR_CHECK(valid_local_name(name), kInvalidArgument, "parameter name '", name,
              "' must be non-empty and contain no '.'");
-  OASR_CHECK(!has_parameter(name) && child(name) == nullptr, kInvalidArgument, "'",
-             full_name(name), "' is registered twice");
+  OASR_CHECK(!has_parameter(name) && child(name) == nullptr, kInvalidArgument, "'", full_name(name),
+             "' is registered twice");
   ParameterSlot slot;
   slot.shape = std::move(shape);
   slot.dtype = dtype;
@@ -50,8 +50,8 @@ void Module::attach_child(const std::string& name, std::shared_ptr<Module> child
              "' must be non-empty and contain no '.'");
   OASR_CHECK(child_module != nullptr, kInvalidArgument, "null module registered as '",
              full_name(name), "'");
-  OASR_CHECK(!has_parameter(name) && child(name) == nullptr, kInvalidArgument, "'",
-             full_name(name), "' is registered twice");
+  OASR_CHECK(!has_parameter(name) && child(name) == nullptr, kInvalidArgument, "'", full_name(name),
+             "' is registered twice");
   child_module->set_path(full_name(name));
   children_.emplace_back(name, std::move(child_module));
 }
@@ -160,8 +160,7 @@ void Module::load_state_dict(const TensorSource& source, const LoadOptions& opti
     const Shape shape = source.shape(key);
     const DType dtype = source.dtype(key);
     if (shape != slot->shape) {
-      wrong.push_back(key + ": shape " + shape_str(shape) + ", expected " +
-                      shape_str(slot->shape));
+      wrong.push_back(key + ": shape " + shape_str(shape) + ", expected " + shape_str(slot->shape));
     }
     if (!dtype_accepted(*slot, dtype)) {
       wrong.push_back(key + ": dtype " + dtype_name(dtype) + ", expected " +
@@ -203,8 +202,9 @@ void Module::load_state_dict(const TensorSource& source, const LoadOptions& opti
 }
 
 void Module::to(DType dtype) {
-  OASR_CHECK(dtype_is_floating(dtype) && dtype != DType::kF8E4M3, kInvalidArgument,
-             "Module::to(", dtype_name(dtype), "): the served dtype must be float32, float16 or "
+  OASR_CHECK(dtype_is_floating(dtype) && dtype != DType::kF8E4M3, kInvalidArgument, "Module::to(",
+             dtype_name(dtype),
+             "): the served dtype must be float32, float16 or "
              "bfloat16");
   for (auto& [path, slot] : named_parameters()) {
     if (slot->policy != DTypePolicy::kFloating) continue;

@@ -56,8 +56,8 @@ class MapTensorSource final : public TensorSource {
 };
 
 struct LoadOptions {
-  bool strict = true;         // unexpected checkpoint names are errors
-  std::string prefix;         // checkpoint names are prefix + module path
+  bool strict = true;  // unexpected checkpoint names are errors
+  std::string prefix;  // checkpoint names are prefix + module path
   Device device = Device::cpu();
 };
 
@@ -73,8 +73,7 @@ class Module {
   const std::string& path() const { return path_; }
 
   // Parameters and children, in registration order.
-  ParameterSlot& register_parameter(const std::string& name, Shape shape,
-                                    DType dtype = DType::kF32,
+  ParameterSlot& register_parameter(const std::string& name, Shape shape, DType dtype = DType::kF32,
                                     DTypePolicy policy = DTypePolicy::kFloating,
                                     bool required = true);
   template <typename M>

@@ -14,8 +14,12 @@ LayerNorm::LayerNorm(int64_t dim, float eps, bool affine)
   }
 }
 
-Tensor LayerNorm::weight() const { return affine_ ? param("weight") : Tensor(); }
-Tensor LayerNorm::bias() const { return affine_ ? param("bias") : Tensor(); }
+Tensor LayerNorm::weight() const {
+  return affine_ ? param("weight") : Tensor();
+}
+Tensor LayerNorm::bias() const {
+  return affine_ ? param("bias") : Tensor();
+}
 
 Tensor LayerNorm::forward(const Tensor& x) const {
   return ops::layer_norm(x, weight(), bias(), eps_);

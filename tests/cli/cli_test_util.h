@@ -4,9 +4,9 @@
 
 #include <gtest/gtest.h>
 
-#include <sstream>
 #include <fstream>
 #include <iterator>
+#include <sstream>
 #include <string>
 #include <vector>
 

@@ -22,14 +22,19 @@ constexpr int kNumFunctions = kFirstApply + 7;  // + every Activation enum value
 
 __host__ __device__ float evaluate(int function, float x) {
   switch (function) {
-    case kExp: return act::exp_f32(x);
-    case kErf: return act::erf_f32(x);
-    case kTanhDirect: return act::tanh_f32(x);
-    default: return act::apply(static_cast<Activation>(function - kFirstApply), x);
+    case kExp:
+      return act::exp_f32(x);
+    case kErf:
+      return act::erf_f32(x);
+    case kTanhDirect:
+      return act::tanh_f32(x);
+    default:
+      return act::apply(static_cast<Activation>(function - kFirstApply), x);
   }
 }
 
-__global__ void evaluate_kernel(int function, const uint32_t* inputs, uint32_t* outputs, int64_t n) {
+__global__ void evaluate_kernel(int function, const uint32_t* inputs, uint32_t* outputs,
+                                int64_t n) {
   for (int64_t i = blockIdx.x * static_cast<int64_t>(blockDim.x) + threadIdx.x; i < n;
        i += static_cast<int64_t>(gridDim.x) * blockDim.x) {
     outputs[i] = float_bits(evaluate(function, bits_float(inputs[i])));
@@ -39,7 +44,8 @@ __global__ void evaluate_kernel(int function, const uint32_t* inputs, uint32_t* 
 std::vector<uint32_t> sweep_inputs() {
   std::vector<uint32_t> inputs;
   // Every 251st bit pattern: ~17M inputs spread over all exponents and signs.
-  for (uint64_t bits = 0; bits < (1ull << 32); bits += 251) inputs.push_back(static_cast<uint32_t>(bits));
+  for (uint64_t bits = 0; bits < (1ull << 32); bits += 251)
+    inputs.push_back(static_cast<uint32_t>(bits));
   // Every float within 4096 ulps of each branch point of the implementations.
   for (float point : {0.0f, 0.3466f, 0.625f, 1.0f, 3.92f, 9.5f, 88.72f, -87.33f, -103.97f}) {
     for (float sign : {1.0f, -1.0f}) {

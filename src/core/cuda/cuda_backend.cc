@@ -97,8 +97,8 @@ class CudaBackend final : public DeviceBackend {
     OASR_CHECK(count > 0, kUnsupported,
                "no CUDA device is visible (check the driver and CUDA_VISIBLE_DEVICES), "
                "or run with --device cpu");
-    OASR_CHECK(device_index >= 0 && device_index < count, kInvalidArgument, "cuda:",
-               device_index, " does not exist; this machine has ", count, " CUDA device(s)");
+    OASR_CHECK(device_index >= 0 && device_index < count, kInvalidArgument, "cuda:", device_index,
+               " does not exist; this machine has ", count, " CUDA device(s)");
   }
 
   void configure_pool_once(int device_index) {
@@ -135,6 +135,8 @@ int cuda_device_count() {
   return count;
 }
 
-bool cuda_available() { return cuda_device_count() > 0; }
+bool cuda_available() {
+  return cuda_device_count() > 0;
+}
 
 }  // namespace oasr

@@ -6,11 +6,11 @@
 
 #include "core/error.h"
 
-#define OASR_CUDA_CHECK(call)                                                       \
-  do {                                                                              \
-    const cudaError_t oasr_cuda_status = (call);                                    \
-    if (oasr_cuda_status != cudaSuccess) {                                          \
-      OASR_THROW(kInternal, #call, " failed: ", cudaGetErrorName(oasr_cuda_status), \
-                 " (", cudaGetErrorString(oasr_cuda_status), ")");                  \
-    }                                                                               \
+#define OASR_CUDA_CHECK(call)                                                             \
+  do {                                                                                    \
+    const cudaError_t oasr_cuda_status = (call);                                          \
+    if (oasr_cuda_status != cudaSuccess) {                                                \
+      OASR_THROW(kInternal, #call, " failed: ", cudaGetErrorName(oasr_cuda_status), " (", \
+                 cudaGetErrorString(oasr_cuda_status), ")");                              \
+    }                                                                                     \
   } while (0)

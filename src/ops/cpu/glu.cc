@@ -9,7 +9,9 @@ namespace oasr::ops::cpu {
 namespace {
 
 // The shared sigmoid (core/activations.h), so a CUDA body gives the same bits.
-inline float glu_sigmoid(float value) { return act::sigmoid(value); }
+inline float glu_sigmoid(float value) {
+  return act::sigmoid(value);
+}
 
 }  // namespace
 

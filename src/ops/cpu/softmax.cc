@@ -9,8 +9,8 @@
 
 #include <cmath>
 
-#include "core/activations.h"
 #include <limits>
+#include "core/activations.h"
 
 namespace oasr::ops::cpu {
 namespace {
