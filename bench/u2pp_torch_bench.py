@@ -5,6 +5,12 @@ the shape oasr prints its own lines.
 
     u2pp_torch_bench.py --ckpt-dir DIR [--seconds 10] [--batch 1,4]
                         [--warmup 2] [--iters 5] [--threads N] [--seed 0]
+                        [--dynamic-int8]
+
+--dynamic-int8 applies PyTorch's dynamic int8 quantization to every
+nn.Linear (torch.ao.quantization.quantize_dynamic: int8 weights per tensor,
+activations quantized per batch at run time), the baseline for oasr's
+int8_w8a8 on CPU.
 
 DIR is a WeNet experiment directory (train.yaml, final.pt, units.txt,
 global_cmvn), e.g. one written by tests/oracle/u2pp/make_u2pp_case.py.
@@ -46,6 +52,7 @@ def main() -> int:
     parser.add_argument("--iters", type=int, default=5)
     parser.add_argument("--threads", type=int, default=0, help="0: torch's default")
     parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--dynamic-int8", action="store_true")
     args = parser.parse_args()
     if args.iters < 1 or args.warmup < 0 or args.seconds <= 0:
         parser.error("need --iters >= 1, --warmup >= 0, --seconds > 0")
@@ -54,6 +61,9 @@ def main() -> int:
         torch.set_num_threads(args.threads)
     model, _, _ = load_model_dir(args.ckpt_dir)
     model.eval()
+    if args.dynamic_int8:
+        model = torch.ao.quantization.quantize_dynamic(model, {torch.nn.Linear},
+                                                       dtype=torch.qint8)
     frames = int(round(args.seconds * FRAMES_PER_SECOND))
     generator = torch.Generator().manual_seed(args.seed)
     for batch in args.batch:
@@ -75,6 +85,7 @@ def main() -> int:
             "min_ms": round(min(times_ms), 3),
             "rtfx": round(batch * args.seconds / (median_ms / 1e3), 3),
             "threads": torch.get_num_threads(),
+            "quantization": "dynamic_int8_linear" if args.dynamic_int8 else "none",
         }, separators=(",", ":")), flush=True)
     return 0
 

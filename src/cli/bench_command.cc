@@ -24,10 +24,15 @@
 #include <vector>
 
 #include "cli/command.h"
+#include "cli/engine_options.h"
 #include "core/error.h"
 #include "core/tensor.h"
+#include "models/materialize.h"
 #include "models/native_checkpoint.h"
 #include "models/u2pp_model.h"
+#if defined(__x86_64__)
+#include "quant/kernels/cpu/scaled_mm_int8_avx2.h"
+#endif
 
 // The CPU ops run their GEMMs and convolutions in OpenBLAS, whose thread pool
 // is the only CPU parallelism oasr has today; there is no oasr API for it
@@ -59,7 +64,13 @@ struct BenchEncoderOptions {
   bool no_baseline = false;
   std::string baseline_python;
   std::string baseline_script = "bench/u2pp_torch_bench.py";
+  QuantizationFlags quantization;
 };
+
+// The scheme a JSON line names: "none" for full precision.
+std::string scheme_label(const BenchEncoderOptions& options) {
+  return options.quantization.scheme.empty() ? "none" : options.quantization.scheme;
+}
 
 std::vector<int64_t> parse_batch_sizes(const std::string& text) {
   std::vector<int64_t> sizes;
@@ -128,6 +139,7 @@ nlohmann::ordered_json time_oasr_encoder(const models::U2ppModel& model,
   line["min_ms"] = round3(*std::min_element(times_ms.begin(), times_ms.end()));
   line["rtfx"] = round3(static_cast<double>(batch) * options.seconds / (median_ms / 1e3));
   line["threads"] = openblas_get_num_threads();
+  line["quantization"] = scheme_label(options);
   return line;
 }
 
@@ -167,8 +179,11 @@ std::map<int64_t, nlohmann::json> run_baseline(const BenchEncoderOptions& option
   command << shell_quote(python) << " " << shell_quote(options.baseline_script) << " --ckpt-dir "
           << shell_quote(options.checkpoint_dir) << " --seconds " << options.seconds << " --batch "
           << shell_quote(options.batch) << " --warmup " << options.warmup << " --iters "
-          << options.iters << " --threads " << threads << " --seed " << kInputSeed << " 2> "
-          << shell_quote(stderr_path.string());
+          << options.iters << " --threads " << threads << " --seed " << kInputSeed;
+  // What a PyTorch user would reach for against an int8 engine: dynamic int8
+  // on every nn.Linear (torch.ao quantize_dynamic, what WeNet's export uses).
+  if (options.quantization.scheme.rfind("int8", 0) == 0) command << " --dynamic-int8";
+  command << " 2> " << shell_quote(stderr_path.string());
 
   std::map<int64_t, nlohmann::json> lines;
   std::string bad_line;
@@ -224,7 +239,12 @@ void run_bench_encoder(const BenchEncoderOptions& options) {
   if (options.threads > 0) openblas_set_num_threads(options.threads);
   const int threads = openblas_get_num_threads();
 
-  const auto model = models::load_u2pp_model(models::load_checkpoint_dir(options.checkpoint_dir));
+#if defined(__x86_64__)
+  if (options.threads > 0) quant::set_int8_avx2_threads(options.threads);
+#endif
+  const models::MaterializedU2pp materialized = models::materialize_u2pp_model(
+      models::load_checkpoint_dir(options.checkpoint_dir), options.quantization.to_config());
+  const auto& model = materialized.model;
   std::mt19937 generator(kInputSeed);
   std::map<int64_t, double> oasr_median_ms;
   for (int64_t batch : batch_sizes) {
@@ -243,6 +263,8 @@ void run_bench_encoder(const BenchEncoderOptions& options) {
     line["bench"] = "encoder";
     line["compare"] = "pytorch/oasr";
     line["batch"] = batch;
+    line["quantization"] = scheme_label(options);
+    line["baseline"] = found->second.value("quantization", std::string("none"));
     line["speedup"] = round3(found->second["median_ms"].get<double>() / oasr_median_ms[batch]);
     std::cout << line.dump() << std::endl;
   }
@@ -256,8 +278,9 @@ Command add_bench_command(CLI::App& parent) {
   auto options = std::make_shared<BenchEncoderOptions>();
   CLI::App* encoder = app->add_subcommand(
       "encoder",
-      "Time the U2++ encoder (full attention, float32) on random fbank input and compare with "
-      "the PyTorch oracle model");
+      "Time the U2++ encoder (full attention, float32, or quantized with --quantization) on "
+      "random fbank input and compare with the PyTorch oracle model (dynamic int8 Linear when "
+      "the scheme is int8)");
   encoder
       ->add_option("--ckpt-dir", options->checkpoint_dir,
                    "checkpoint directory (WeNet experiment directory or oasr native)")
@@ -282,6 +305,7 @@ Command add_bench_command(CLI::App& parent) {
       ->add_option("--baseline-script", options->baseline_script,
                    "the baseline script (relative paths are from the working directory)")
       ->capture_default_str();
+  add_quantization_flags(*encoder, options->quantization);
   return {app, [options] { run_bench_encoder(*options); }};
 }
 

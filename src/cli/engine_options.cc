@@ -2,6 +2,23 @@
 
 namespace oasr::cli {
 
+void add_quantization_flags(CLI::App& app, QuantizationFlags& flags) {
+  app.add_option("--quantization", flags.scheme,
+                 "quantize a full-precision checkpoint at load: int8_w8a8 | fp8_w8a8 (a quantized "
+                 "checkpoint needs no flag)");
+  app.add_option("--quantization-option", flags.options,
+                 "key=value, repeatable: ignore=GLOB[,GLOB...], "
+                 "module_types=linear,pointwise_conv, kv_cache=fp8_e4m3")
+      ->take_last()
+      ->multi_option_policy(CLI::MultiOptionPolicy::TakeAll);
+}
+
+quant::QuantizationConfig QuantizationFlags::to_config() const {
+  quant::QuantizationConfig config = quant::QuantizationConfig::from_options(scheme, options);
+  config.validate();
+  return config;
+}
+
 void add_engine_flags(CLI::App& app, EngineFlags& flags) {
   app.add_option("--ckpt-dir", flags.ckpt_dir,
                  "checkpoint directory: native oasr, or a WeNet experiment (train.yaml, final.pt)")
@@ -20,6 +37,7 @@ void add_engine_flags(CLI::App& app, EngineFlags& flags) {
                  "decode chunk by chunk with this many encoder frames per chunk (-1: offline)");
   app.add_option("--left-chunks", flags.left_chunks,
                  "chunks of history kept in the attention cache (-1: all)");
+  add_quantization_flags(app, flags.quantization);
 }
 
 engine::EngineConfig EngineFlags::to_config() const {
@@ -33,6 +51,7 @@ engine::EngineConfig EngineFlags::to_config() const {
   if (reverse_weight != -1.0) config.decode.reverse_weight = reverse_weight;
   if (chunk_size != 0) config.decode.chunk_size = chunk_size;
   if (left_chunks != -2) config.decode.left_chunks = left_chunks;
+  config.quantization = quantization.to_config();
   return config;
 }
 

@@ -7,10 +7,21 @@
 
 #include <memory>
 #include <string>
+#include <vector>
 
 #include "engine/asr_engine.h"
 
 namespace oasr::cli {
+
+// --quantization SCHEME and repeatable --quantization-option key=value
+// (ignore=GLOB[,GLOB...], module_types=KIND[,KIND...], kv_cache=fp8_e4m3).
+struct QuantizationFlags {
+  std::string scheme;
+  std::vector<std::string> options;
+
+  quant::QuantizationConfig to_config() const;  // validated
+};
+void add_quantization_flags(CLI::App& app, QuantizationFlags& flags);
 
 struct EngineFlags {
   std::string ckpt_dir;
@@ -22,12 +33,14 @@ struct EngineFlags {
   double reverse_weight = -1.0;
   int64_t chunk_size = 0;  // 0: not given
   int64_t left_chunks = -2;
+  QuantizationFlags quantization;
 
   engine::EngineConfig to_config() const;
 };
 
 // Registers --ckpt-dir, --device, --max-batch-size, --decode-method,
-// --beam-size, --ctc-weight, --reverse-weight, --chunk-size, --left-chunks.
+// --beam-size, --ctc-weight, --reverse-weight, --chunk-size, --left-chunks,
+// --quantization, --quantization-option.
 void add_engine_flags(CLI::App& app, EngineFlags& flags);
 
 }  // namespace oasr::cli

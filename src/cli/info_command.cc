@@ -1,6 +1,10 @@
 // `oasr info PATH [--summary]`: what a checkpoint holds. PATH is a checkpoint
 // directory (model.safetensors or a sharded index, plus oasr_config.json when
 // there is one), a .safetensors file or a *.safetensors.index.json file.
+// For a quantized native checkpoint, or with --quantization SCHEME on a
+// full-precision one, the model is loaded through the engine's load sequence
+// and what it would serve is reported: schemes, quantized layers with their
+// kernel lanes and input quantizers, skipped layers with reasons.
 #include <nlohmann/json.hpp>
 
 #include <algorithm>
@@ -12,8 +16,12 @@
 #include <sstream>
 
 #include "cli/command.h"
+#include "cli/engine_options.h"
 #include "core/error.h"
 #include "io/safetensors.h"
+#include "models/materialize.h"
+#include "models/native_checkpoint.h"
+#include "quant/apply.h"
 
 namespace oasr::cli {
 
@@ -27,7 +35,19 @@ constexpr size_t kLargestShown = 10;
 struct InfoOptions {
   std::string path;
   bool summary = false;
+  QuantizationFlags quantization;
 };
+
+// The quantization report of the checkpoint directory at `path` under the
+// requested config (nothing asked and a full-precision checkpoint: none).
+std::optional<quant::QuantizationInfo> quantization_report(const fs::path& path,
+                                                           const quant::QuantizationConfig& config,
+                                                           bool quantized_checkpoint) {
+  if (config.empty() && !quantized_checkpoint) return std::nullopt;
+  const models::ModelSource source = models::load_checkpoint_dir(path);
+  const models::MaterializedU2pp loaded = models::materialize_u2pp_model(source, config);
+  return quant::quantization_info(*loaded.model, loaded.spec);
+}
 
 std::string dtype_label(DType dtype) {
   return std::string(dtype_safetensors_name(dtype)) + " (" + dtype_name(dtype) + ")";
@@ -220,6 +240,16 @@ void run_info(const InfoOptions& options) {
   }
   std::vector<const io::TensorInfo*> infos;
   for (const std::string& name : ckpt.names()) infos.push_back(&ckpt.info(name));
+  const quant::QuantizationConfig quant_config = options.quantization.to_config();
+  OASR_CHECK(quant_config.empty() || config.has_value(), kInvalidArgument,
+             "--quantization needs a checkpoint directory with ", kConfigFileName, "; ",
+             path.string(), " is not one");
+  // Only a model this build serves can report what it would serve.
+  const bool quantized_checkpoint = config && config->is_object() &&
+                                    config->contains("quantization") &&
+                                    config->value("architecture", "") == models::kArchitectureName;
+  const std::optional<quant::QuantizationInfo> quant_info =
+      config ? quantization_report(path, quant_config, quantized_checkpoint) : std::nullopt;
 
   std::ostringstream out;
   out << "checkpoint: " << path.string() << "\n";
@@ -230,6 +260,7 @@ void run_info(const InfoOptions& options) {
   } else {
     print_listing(out, infos);
   }
+  if (quant_info) out << "quantization: " << quant_info->details();
   std::cout << out.str() << std::flush;
 }
 
@@ -246,6 +277,7 @@ Command add_info_command(CLI::App& parent) {
       ->required();
   app->add_flag("--summary", options->summary,
                 "counts and bytes by dtype and the largest tensors instead of the full list");
+  add_quantization_flags(*app, options->quantization);
   return {app, [options] { run_info(*options); }};
 }
 

@@ -6,7 +6,9 @@
 
 #include "audio/audio_file.h"
 #include "core/error.h"
+#include "core/logging.h"
 #include "decode/attention_rescoring.h"
+#include "models/materialize.h"
 #include "models/native_checkpoint.h"
 
 namespace oasr::engine {
@@ -65,12 +67,13 @@ void EngineConfig::validate() const {
   const Device d = parse_device(device);
   OASR_CHECK(d.is_cpu(), kUnsupported, "device '", device,
              "' is not served yet: the U2++ path runs on the CPU for now; use --device cpu");
+  quantization.validate();
 }
 
 std::string EngineConfig::dump() const {
   std::ostringstream out;
   out << "ckpt_dir=" << ckpt_dir.string() << " device=" << device
-      << " max_batch_size=" << max_batch_size;
+      << " max_batch_size=" << max_batch_size << " quantization=(" << quantization.dump() << ")";
   return out.str();
 }
 
@@ -111,15 +114,29 @@ models::ModelSource load_source(const EngineConfig& config) {
   return models::load_checkpoint_dir(config.ckpt_dir);
 }
 
+models::MaterializedU2pp load_model(const models::ModelSource& source, const EngineConfig& config) {
+  models::MaterializeOptions options;
+  options.device = parse_device(config.device);
+  return models::materialize_u2pp_model(source, config.quantization, options);
+}
+
 }  // namespace
 
 ASREngine::ASREngine(const EngineConfig& config)
     : config_(config),
       source_(load_source(config)),
-      model_(models::load_u2pp_model(source_)),
       fbank_(fbank_options(source_.config.fbank)),
       units_(unit_table(source_.units)),
       decode_(resolve_decode(source_.config.decode, config.decode)) {
+  models::MaterializedU2pp loaded = load_model(source_, config);
+  model_ = std::move(loaded.model);
+  quantization_spec_ = std::move(loaded.spec);
+  quantization_info_ = quant::quantization_info(*model_, quantization_spec_);
+  log::info("quantization: {}", quantization_info_.summary());
+  for (const quant::LayerReport& layer : quantization_info_.layers) {
+    log::debug("  {} {} lane {} input {}", layer.path, layer.scheme, layer.lane,
+               layer.input_quantizer);
+  }
   detokenize_.kind = source_.config.tokenizer.type == models::TokenizerType::kBpe
                          ? decode::TokenizerKind::kBpe
                          : decode::TokenizerKind::kChar;

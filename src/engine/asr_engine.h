@@ -29,6 +29,8 @@
 #include "models/model_source.h"
 #include "models/u2pp_model.h"
 #include "models/u2pp_streaming.h"
+#include "quant/report.h"
+#include "quant/spec.h"
 
 namespace oasr::engine {
 
@@ -63,6 +65,10 @@ struct EngineConfig {
   std::string device = "cpu";
   int64_t max_batch_size = 8;
   DecodeOverrides decode;
+  // Online quantization of a full-precision checkpoint ("int8_w8a8", or
+  // {scheme, ignore, module_types, kv_cache}); a quantized checkpoint is
+  // served quantized without it (its spec is authoritative).
+  quant::QuantizationConfig quantization;
 
   void validate() const;
   std::string dump() const;
@@ -104,12 +110,19 @@ class ASREngine {
 
   const models::U2ppModel& model() const { return *model_; }
 
+  // What is served: schemes, quantized layer count, KV-cache format, and per
+  // layer its scheme, kernel lane and input quantizer; skipped layers.
+  const quant::QuantizationInfo& quantization_info() const { return quantization_info_; }
+  const quant::QuantizationSpec& quantization_spec() const { return quantization_spec_; }
+
  private:
   std::vector<Transcript> transcribe_batch(const std::vector<Tensor>& feats) const;
 
   EngineConfig config_;
   models::ModelSource source_;
   std::unique_ptr<models::U2ppModel> model_;
+  quant::QuantizationSpec quantization_spec_;
+  quant::QuantizationInfo quantization_info_;
   audio::FbankComputer fbank_;
   decode::UnitTable units_;
   decode::DetokenizeOptions detokenize_;

@@ -1,25 +1,120 @@
 #include "layers/conv.h"
 
+#include "core/error.h"
 #include "ops/depthwise_conv1d.h"
 #include "ops/embedding.h"
 
 namespace oasr::layers {
 
 Conv2d::Conv2d(int64_t in_channels, int64_t out_channels, int64_t kernel_h, int64_t kernel_w,
-               int64_t stride_h, int64_t stride_w, bool bias)
-    : Module("Conv2d"), out_channels_(out_channels), has_bias_(bias) {
+               int64_t stride_h, int64_t stride_w, bool bias, int64_t padding_h,
+               int64_t padding_w)
+    : Module("Conv2d"),
+      in_channels_(in_channels),
+      kernel_h_(kernel_h),
+      kernel_w_(kernel_w),
+      out_channels_(out_channels),
+      has_bias_(bias) {
   options_.stride_h = stride_h;
   options_.stride_w = stride_w;
+  options_.padding_h = padding_h;
+  options_.padding_w = padding_w;
   register_parameter("weight", {out_channels, in_channels, kernel_h, kernel_w});
   if (bias) register_parameter("bias", {out_channels});
 }
 
 Tensor Conv2d::forward(const Tensor& x) const {
+  if (quantized()) return quantized_forward(x);
   return ops::conv2d(x, param("weight"), has_bias_ ? param("bias") : Tensor(), options_);
 }
 
+quant::GemmGeometry Conv2d::quant_geometry() const {
+  quant::GemmGeometry g;
+  g.kind = quant::LayerKind::kConv2d;
+  g.in_features = in_channels_;
+  g.out_features = out_channels_;
+  g.groups = options_.groups;
+  g.quantized_weight_shape = {out_channels_, kernel_h_, kernel_w_, in_channels_};
+  return g;
+}
+
+std::string Conv2d::quant_refusal(const quant::QuantScheme& scheme) const {
+  if (scheme.weight.dtype != quant::QDType::kInt8) {
+    return "convolutions are int8 only (scheme " + scheme.name + ")";
+  }
+  if (options_.groups != 1) return "a grouped convolution (groups != 1)";
+  return gemm_alignment_refusal(in_channels_, out_channels_, "in_channels", "out_channels");
+}
+
+Tensor Conv2d::fp_weight_matrix() const {
+  // [Cout, Cin, KH, KW] -> [Cout, KH, KW, Cin]: the GEMM's K runs over
+  // (row, column, channel), the order quantized_forward gathers patches in.
+  const Tensor w = param("weight").to(DType::kF32).contiguous();
+  Tensor out = Tensor::empty({out_channels_, kernel_h_ * kernel_w_ * in_channels_}, DType::kF32);
+  const float* src = w.data<float>();
+  float* dst = out.data<float>();
+  for (int64_t o = 0; o < out_channels_; ++o) {
+    for (int64_t c = 0; c < in_channels_; ++c) {
+      for (int64_t r = 0; r < kernel_h_; ++r) {
+        for (int64_t s = 0; s < kernel_w_; ++s) {
+          dst[((o * kernel_h_ + r) * kernel_w_ + s) * in_channels_ + c] =
+              src[((o * in_channels_ + c) * kernel_h_ + r) * kernel_w_ + s];
+        }
+      }
+    }
+  }
+  return out;
+}
+
+// Gathers each output pixel's receptive field (zeros where it reaches into
+// the padding) and runs the method's static-input GEMM over the patches.
+// Quantizing the patches equals quantizing the input first: the static scale
+// is the same for every element and a zero pad quantizes to zero.
+Tensor Conv2d::quantized_forward(const Tensor& x) const {
+  OASR_CHECK(x.dim() == 4 && x.size(1) == in_channels_, kInvalidArgument, "quantized Conv2d '",
+             path(), "': input must be [B, ", in_channels_, ", H, W], got ", shape_str(x.shape()));
+  const int64_t batch = x.size(0);
+  const int64_t height = x.size(2);
+  const int64_t width = x.size(3);
+  const int64_t out_h = (height + 2 * options_.padding_h - kernel_h_) / options_.stride_h + 1;
+  const int64_t out_w = (width + 2 * options_.padding_w - kernel_w_) / options_.stride_w + 1;
+  OASR_CHECK(out_h > 0 && out_w > 0, kInvalidArgument, "quantized Conv2d '", path(), "': input ",
+             shape_str(x.shape()), " is smaller than the ", kernel_h_, "x", kernel_w_, " kernel");
+  const int64_t patch = kernel_h_ * kernel_w_ * in_channels_;
+  const Tensor xf = x.to(DType::kF32).contiguous();
+  Tensor patches = Tensor::zeros({batch * out_h * out_w, patch}, DType::kF32);
+  const float* src = xf.data<float>();
+  float* dst = patches.data<float>();
+  for (int64_t b = 0; b < batch; ++b) {
+    for (int64_t oy = 0; oy < out_h; ++oy) {
+      for (int64_t ox = 0; ox < out_w; ++ox) {
+        float* row = dst + ((b * out_h + oy) * out_w + ox) * patch;
+        for (int64_t r = 0; r < kernel_h_; ++r) {
+          const int64_t iy = oy * options_.stride_h - options_.padding_h + r;
+          if (iy < 0 || iy >= height) continue;
+          for (int64_t s = 0; s < kernel_w_; ++s) {
+            const int64_t ix = ox * options_.stride_w - options_.padding_w + s;
+            if (ix < 0 || ix >= width) continue;
+            for (int64_t c = 0; c < in_channels_; ++c) {
+              row[(r * kernel_w_ + s) * in_channels_ + c] =
+                  src[((b * in_channels_ + c) * height + iy) * width + ix];
+            }
+          }
+        }
+      }
+    }
+  }
+  // [B*H'*W', Cout] -> [B, H', W', Cout] -> [B, Cout, H', W']
+  const Tensor y = quant_forward(patches, Activation::kNone)
+                       .view({batch, out_h, out_w, out_channels_})
+                       .transpose(3, 1)
+                       .transpose(2, 3)
+                       .contiguous();
+  return x.dtype() == DType::kF32 ? y : y.to(x.dtype());
+}
+
 DepthwiseConv1d::DepthwiseConv1d(int64_t channels, int64_t kernel_size, bool bias)
-    : Module("DepthwiseConv1d"), kernel_size_(kernel_size), has_bias_(bias) {
+    : Module("DepthwiseConv1d"), channels_(channels), kernel_size_(kernel_size), has_bias_(bias) {
   register_parameter("weight", {channels, 1, kernel_size});
   if (bias) register_parameter("bias", {channels});
 }
@@ -27,6 +122,25 @@ DepthwiseConv1d::DepthwiseConv1d(int64_t channels, int64_t kernel_size, bool bia
 Tensor DepthwiseConv1d::forward(const Tensor& x, int64_t pad_left, int64_t pad_right) const {
   return ops::depthwise_conv1d(x, param("weight"), has_bias_ ? param("bias") : Tensor(), pad_left,
                                pad_right);
+}
+
+quant::GemmGeometry DepthwiseConv1d::quant_geometry() const {
+  quant::GemmGeometry g;
+  g.kind = quant::LayerKind::kConv1d;
+  g.in_features = channels_;
+  g.out_features = channels_;
+  g.groups = channels_;
+  g.quantized_weight_shape = {channels_, kernel_size_, 1};
+  return g;
+}
+
+std::string DepthwiseConv1d::quant_refusal(const quant::QuantScheme& /*scheme*/) const {
+  return "a depthwise convolution (groups = channels = " + std::to_string(channels_) +
+         "), which no 8-bit kernel serves";
+}
+
+Tensor DepthwiseConv1d::fp_weight_matrix() const {
+  return param("weight").view({channels_, -1});
 }
 
 Embedding::Embedding(int64_t num_embeddings, int64_t dim) : Module("Embedding") {

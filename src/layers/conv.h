@@ -1,19 +1,36 @@
 // Convolution layers (NCHW / NCT, PyTorch weight layouts) and Embedding.
+// Conv2d is quantizable (int8, static input scale; weight stored KRSC when
+// quantized); DepthwiseConv1d declares itself a conv1d that always declines,
+// so a selection by kind records why it stays full precision.
 #pragma once
 
 #include "layers/module.h"
+#include "layers/quantizable.h"
 #include "ops/conv2d.h"
 
 namespace oasr::layers {
 
-class Conv2d : public Module {
+class Conv2d : public Module, public QuantizableLayer {
  public:
   Conv2d(int64_t in_channels, int64_t out_channels, int64_t kernel_h, int64_t kernel_w,
-         int64_t stride_h, int64_t stride_w, bool bias = true);
+         int64_t stride_h, int64_t stride_w, bool bias = true, int64_t padding_h = 0,
+         int64_t padding_w = 0);
   Tensor forward(const Tensor& x) const;  // [B, Cin, H, W] -> [B, Cout, H', W']
   int64_t out_channels() const { return out_channels_; }
 
+  quant::GemmGeometry quant_geometry() const override;
+  std::string quant_refusal(const quant::QuantScheme& scheme) const override;
+  Module& quant_module() override { return *this; }
+
+ protected:
+  Tensor fp_weight_matrix() const override;  // [Cout, KH * KW * Cin] (KRSC order)
+
  private:
+  Tensor quantized_forward(const Tensor& x) const;
+
+  int64_t in_channels_;
+  int64_t kernel_h_;
+  int64_t kernel_w_;
   int64_t out_channels_;
   ops::Conv2dOptions options_;
   bool has_bias_;
@@ -21,13 +38,21 @@ class Conv2d : public Module {
 
 // Depthwise Conv1d (groups == channels), weight [C, 1, K], with explicit
 // (left, right) zero padding so a causal convolution is pad_left = K - 1.
-class DepthwiseConv1d : public Module {
+class DepthwiseConv1d : public Module, public QuantizableLayer {
  public:
   DepthwiseConv1d(int64_t channels, int64_t kernel_size, bool bias = true);
   Tensor forward(const Tensor& x, int64_t pad_left, int64_t pad_right) const;  // [B, C, T]
   int64_t kernel_size() const { return kernel_size_; }
 
+  quant::GemmGeometry quant_geometry() const override;
+  std::string quant_refusal(const quant::QuantScheme& scheme) const override;
+  Module& quant_module() override { return *this; }
+
+ protected:
+  Tensor fp_weight_matrix() const override;
+
  private:
+  int64_t channels_;
   int64_t kernel_size_;
   bool has_bias_;
 };

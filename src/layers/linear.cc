@@ -18,7 +18,17 @@ Linear::Linear(int64_t in_features, int64_t out_features, bool bias, std::string
   if (bias) register_parameter("bias", {out_features});
 }
 
+quant::GemmGeometry Linear::quant_geometry() const {
+  quant::GemmGeometry g;
+  g.kind = quant::LayerKind::kLinear;
+  g.in_features = in_features_;
+  g.out_features = out_features_;
+  g.quantized_weight_shape = {out_features_, in_features_};
+  return g;
+}
+
 Tensor Linear::forward(const Tensor& x) const {
+  if (quantized()) return quant_forward(x, Activation::kNone);
   return ops::linear(x, weight_matrix(), has_bias_ ? param("bias") : Tensor());
 }
 
@@ -28,6 +38,8 @@ LinearActivation::LinearActivation(int64_t in_features, int64_t out_features, Ac
       activation_(activation) {}
 
 Tensor LinearActivation::forward(const Tensor& x) const {
+  // Quantized, the activation runs in the scaled GEMM's epilogue.
+  if (quantized()) return quant_forward(x, activation_);
   Tensor y = Linear::forward(x);
   if (activation_ != Activation::kNone) ops::activation_inplace(y, activation_);
   return y;
@@ -35,6 +47,13 @@ Tensor LinearActivation::forward(const Tensor& x) const {
 
 PointwiseConv1d::PointwiseConv1d(int64_t in_channels, int64_t out_channels, bool bias)
     : Linear(in_channels, out_channels, bias, "PointwiseConv1d", {out_channels, in_channels, 1}) {}
+
+quant::GemmGeometry PointwiseConv1d::quant_geometry() const {
+  quant::GemmGeometry g = Linear::quant_geometry();
+  g.kind = quant::LayerKind::kPointwiseConv;
+  g.quantized_weight_shape = {out_features(), in_features(), 1};
+  return g;
+}
 
 Tensor PointwiseConv1d::weight_matrix() const {
   return param("weight").view({out_features(), in_features()});

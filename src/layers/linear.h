@@ -1,15 +1,17 @@
 // The dense-GEMM layers of the layer waist (DESIGN.md §1): Linear,
-// LinearActivation and PointwiseConv1d. Quantization (a later issue) hooks in
-// here, so models call these and never a GEMM op directly.
+// LinearActivation and PointwiseConv1d. Quantization hooks in here
+// (quantizable.h): a quantized layer's method runs forward, so models call
+// these and never a GEMM op directly.
 #pragma once
 
 #include "core/activations.h"
 #include "layers/module.h"
+#include "layers/quantizable.h"
 
 namespace oasr::layers {
 
 // y = x W^T + b over the last dimension; weight [out, in] (PyTorch layout).
-class Linear : public Module {
+class Linear : public Module, public QuantizableLayer {
  public:
   Linear(int64_t in_features, int64_t out_features, bool bias = true);
   Tensor forward(const Tensor& x) const;
@@ -17,12 +19,16 @@ class Linear : public Module {
   int64_t out_features() const { return out_features_; }
   bool has_bias() const { return has_bias_; }
 
+  quant::GemmGeometry quant_geometry() const override;
+  Module& quant_module() override { return *this; }
+
  protected:
   // For subclasses that store the weight in another shape or report another type.
   Linear(int64_t in_features, int64_t out_features, bool bias, std::string type_name,
          Shape weight_shape);
   // The weight as [out, in] whatever its stored shape (PointwiseConv1d keeps [out, in, 1]).
   virtual Tensor weight_matrix() const { return param("weight"); }
+  Tensor fp_weight_matrix() const override { return weight_matrix(); }
 
  private:
   int64_t in_features_;
@@ -48,6 +54,7 @@ class LinearActivation : public Linear {
 class PointwiseConv1d : public Linear {
  public:
   PointwiseConv1d(int64_t in_channels, int64_t out_channels, bool bias = true);
+  quant::GemmGeometry quant_geometry() const override;
 
  protected:
   Tensor weight_matrix() const override;

@@ -45,6 +45,17 @@ ParameterSlot& Module::register_parameter(const std::string& name, Shape shape, 
   return parameters_.back().second;
 }
 
+ParameterSlot& Module::redeclare_parameter(const std::string& name, Shape shape, DType dtype,
+                                           DTypePolicy policy, bool required) {
+  ParameterSlot& s = slot(name);
+  s = ParameterSlot{};
+  s.shape = std::move(shape);
+  s.dtype = dtype;
+  s.policy = policy;
+  s.required = required;
+  return s;
+}
+
 void Module::attach_child(const std::string& name, std::shared_ptr<Module> child_module) {
   OASR_CHECK(valid_local_name(name), kInvalidArgument, "module name '", name,
              "' must be non-empty and contain no '.'");

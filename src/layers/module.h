@@ -76,6 +76,11 @@ class Module {
   ParameterSlot& register_parameter(const std::string& name, Shape shape, DType dtype = DType::kF32,
                                     DTypePolicy policy = DTypePolicy::kFloating,
                                     bool required = true);
+  // Re-declares an existing slot with another shape, dtype or policy (its
+  // value is dropped), keeping its place in the state-dict order:
+  // quantization turns a full-precision weight slot into an 8-bit one.
+  ParameterSlot& redeclare_parameter(const std::string& name, Shape shape, DType dtype,
+                                     DTypePolicy policy, bool required = true);
   template <typename M>
   std::shared_ptr<M> register_module(const std::string& name, std::shared_ptr<M> child) {
     attach_child(name, child);

@@ -4,6 +4,8 @@
 // (native_checkpoint.h).
 #pragma once
 
+#include <nlohmann/json.hpp>
+
 #include <filesystem>
 #include <map>
 #include <memory>
@@ -53,6 +55,10 @@ struct ModelSource {
   std::filesystem::path dir;           // the checkpoint directory
   std::filesystem::path weights_path;  // final.pt / avg_N.pt / model.safetensors
   int format_version = 1;              // native: oasr_config.json's format_version
+  // The quantization spec of a quantized checkpoint (format_version 2;
+  // quant::QuantizationSpec::from_json reads it); null for full precision.
+  // Writing a source with one makes a format_version 2 directory.
+  nlohmann::json quantization;
   WenetConfig config;
   // Every tensor under WeNet's state-dict names, CMVN buffers included.
   std::shared_ptr<const TensorSource> weights;

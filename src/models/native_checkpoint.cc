@@ -29,6 +29,9 @@ using nlohmann::ordered_json;
 namespace {
 
 constexpr int kFormatVersion = 1;
+// A quantized checkpoint: the same layout plus "quantization", the spec
+// (quant/spec.h) that says which layer holds which 8-bit tensors.
+constexpr int kQuantizedFormatVersion = 2;
 
 // One JSON object read key by key with type checks; keys never asked for can
 // be refused at the end.
@@ -100,6 +103,8 @@ struct NativeConfig {
   std::string units_file;
   std::string bpe_model_file;  // empty unless bpe
   bool cmvn = false;
+  int format_version = kFormatVersion;
+  json quantization;  // format_version 2 only
 };
 
 // A file name inside the checkpoint directory: no folders, no "..".
@@ -137,10 +142,21 @@ NativeConfig parse_native(const json& document, const std::string& what) {
   WenetConfig& c = out.config;
   U2ppConfig& m = c.model;
   const auto version = top.get<int64_t>("format_version");
-  OASR_CHECK(version != 2, kUnsupported, what,
-             ": format_version 2 (a quantized checkpoint) is not served by this build yet");
-  OASR_CHECK(version == kFormatVersion, kUnsupported, what, ": format_version ", version,
-             " is unknown (this oasr reads ", kFormatVersion, ")");
+  OASR_CHECK(version == kFormatVersion || version == kQuantizedFormatVersion, kUnsupported, what,
+             ": format_version ", version, " is unknown (this oasr reads ", kFormatVersion, " and ",
+             kQuantizedFormatVersion, ")");
+  out.format_version = static_cast<int>(version);
+  const bool has_quantization = top.has("quantization");
+  OASR_CHECK(has_quantization == (version == kQuantizedFormatVersion), kUnsupported, what,
+             version == kQuantizedFormatVersion
+                 ? ": format_version 2 (a quantized checkpoint) needs a \"quantization\" spec, "
+                   "and this one has none"
+                 : ": a \"quantization\" spec needs format_version 2, found 1");
+  if (has_quantization) {
+    out.quantization = document.at("quantization");
+    OASR_CHECK(out.quantization.is_object(), kCorruptFile, what,
+               ": \"quantization\" must be an object");
+  }
   const auto architecture = top.get<std::string>("architecture");
   OASR_CHECK(architecture == kArchitectureName, kUnsupported, what, ": architecture '",
              architecture, "' is not supported (supported: ", kArchitectureName, ")");
@@ -307,11 +323,21 @@ bool is_empty_dir(const fs::path& dir) {
 }
 
 // The files of the checkpoint, written into `dir`.
-void write_contents(const ModelSource& source, const fs::path& dir) {
+void write_contents(const ModelSource& source, const fs::path& dir,
+                    const NativeWriteOptions& options) {
   write_file_synced(dir / kNativeConfigName, native_config_json(source).dump(2) + "\n");
   std::vector<std::pair<std::string, Tensor>> tensors;
   for (const std::string& name : source.weights->names()) {
-    tensors.emplace_back(name, source.weights->get(name));
+    Tensor tensor = source.weights->get(name);
+    const bool is_cmvn = name == kCmvnMeanName || name == kCmvnIstdName;
+    const bool full_precision_float = tensor.dtype() == DType::kF32 ||
+                                      tensor.dtype() == DType::kF16 ||
+                                      tensor.dtype() == DType::kBF16;
+    if (options.weight_dtype && !is_cmvn && full_precision_float &&
+        tensor.dtype() != *options.weight_dtype) {
+      tensor = tensor.to(*options.weight_dtype);
+    }
+    tensors.emplace_back(name, std::move(tensor));
   }
   if (source.cmvn.defined()) {
     for (const auto& [name, tensor] :
@@ -412,13 +438,17 @@ ordered_json native_config_json(const ModelSource& source) {
   ordered_json provenance = {{"format", to_string(source.format)},
                              {"checkpoint", source.weights_path.filename().string()},
                              {"notes", source.notes}};
-  return {{"format_version", kFormatVersion},
-          {"architecture", kArchitectureName},
-          {"model", model},
-          {"features", features},
-          {"tokenizer", tokenizer},
-          {"decode", decode},
-          {"source", provenance}};
+  ordered_json document = {{"format_version", source.quantization.is_null()
+                                                    ? kFormatVersion
+                                                    : kQuantizedFormatVersion},
+                           {"architecture", kArchitectureName},
+                           {"model", model},
+                           {"features", features},
+                           {"tokenizer", tokenizer},
+                           {"decode", decode},
+                           {"source", provenance}};
+  if (!source.quantization.is_null()) document["quantization"] = source.quantization;
+  return document;
 }
 
 WenetConfig parse_native_config(const json& document, const std::string& what) {
@@ -459,7 +489,7 @@ void save_native_checkpoint(const ModelSource& source, const fs::path& requested
 
   const fs::path staging = make_sibling_dir(destination, ".tmp-");
   try {
-    write_contents(source, staging);
+    write_contents(source, staging, options);
     if (exists && !is_empty_dir(destination)) {
       // rename(2) replaces only an empty directory: move the old one aside.
       const fs::path old = make_sibling_dir(destination, ".old-");
@@ -502,7 +532,8 @@ ModelSource load_native_dir(const fs::path& dir) {
   ModelSource source;
   source.format = CheckpointFormat::kNative;
   source.dir = dir;
-  source.format_version = kFormatVersion;
+  source.format_version = native.format_version;
+  source.quantization = native.quantization;
   source.config = native.config;
   auto checkpoint = io::SafeTensorsCheckpoint::open(dir);
   source.weights_path =

@@ -43,13 +43,16 @@
 //   }
 // The "model" keys are WeNet's train.yaml names (U2ppConfig's fields), so a
 // reader who knows WeNet knows them; floats are written as their shortest
-// decimal (1e-05, not 9.99999974e-06). format_version 2 (quantized, DESIGN.md §4) is refused until
-// the quantized loader exists.
+// decimal (1e-05, not 9.99999974e-06). format_version 2 (quantized, DESIGN.md §4) adds
+// "quantization": the quant::QuantizationSpec JSON (schemes, layers,
+// kv_cache, producer), kept in ModelSource::quantization; a source with one
+// is written as version 2, one without as version 1.
 #pragma once
 
 #include <nlohmann/json.hpp>
 
 #include <filesystem>
+#include <optional>
 #include <string>
 
 #include "models/model_source.h"
@@ -72,6 +75,10 @@ struct NativeWriteOptions {
   // Replace a non-empty destination; only one that is an oasr checkpoint
   // directory (it holds oasr_config.json) is ever replaced.
   bool force = false;
+  // Store the model's floating-point weights in this dtype (float32, float16
+  // or bfloat16; unset keeps each tensor's own). The global CMVN statistics
+  // always stay float32: they are few and feed every frame.
+  std::optional<DType> weight_dtype;
 };
 
 // Writes `source` as a native directory at `destination`, atomically: every

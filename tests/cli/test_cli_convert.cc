@@ -53,6 +53,37 @@ TEST(CliConvert, WritesANativeDirectoryAndSaysWhatItWrote) {
   }
 }
 
+TEST(CliConvert, StoresFloatingWeightsInTheRequestedDtype) {
+  TempDir tmp;
+  const fs::path wenet = tmp.path() / "exp";
+  testing::write_tiny_wenet_dir(wenet);
+  const fs::path dst = tmp.path() / "native16";
+  const auto result = run_oasr({"convert", wenet.string(), dst.string(), "--dtype", "float16"});
+  ASSERT_EQ(result.exit_code, 0) << result.err;
+  EXPECT_NE(result.out.find("floating weights stored as float16"), std::string::npos) << result.out;
+  const models::ModelSource native = models::load_checkpoint_dir(dst);
+  const models::ModelSource wenet_source = models::load_checkpoint_dir(wenet);
+  ASSERT_EQ(native.weights->names(), wenet_source.weights->names());
+  for (const std::string& name : native.weights->names()) {
+    const Tensor original = wenet_source.weights->get(name);
+    const Tensor stored = native.weights->get(name);
+    const bool is_cmvn = name == models::kCmvnMeanName || name == models::kCmvnIstdName;
+    if (!dtype_is_floating(original.dtype()) || is_cmvn) {
+      EXPECT_TRUE(testing::bit_equal(stored, original)) << name;
+      continue;
+    }
+    ASSERT_EQ(stored.dtype(), DType::kF16) << name;
+    // The stored value is the round-to-nearest-even half of the fp32 weight,
+    // which torch's .half() also gives: 2^-11 relative is half an fp16 ulp, and
+    // 6e-8 covers the fp16 subnormal spacing (2^-24) for tiny weights.
+    EXPECT_TRUE(testing::all_close(stored.to(DType::kF32), original, 6e-8f, 1.0f / 2048)) << name;
+  }
+  EXPECT_TRUE(refused_with(
+      run_oasr({"convert", wenet.string(), (tmp.path() / "d8").string(), "--dtype", "int8"}),
+      {"--dtype int8", "float32, float16 or bfloat16"}));
+  EXPECT_FALSE(fs::exists(tmp.path() / "d8"));
+}
+
 TEST(CliConvert, RefusesOnOneLine) {
   TempDir tmp;
   const fs::path wenet = tmp.path() / "exp";

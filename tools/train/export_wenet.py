@@ -33,6 +33,7 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from checkpoint import load_checkpoint  # noqa: E402
 from data import UNITS, WORD_BOUNDARY, write_units  # noqa: E402
 from features import FBANK_CONF, SAMPLE_RATE  # noqa: E402
+from features import cmvn_from_stats  # noqa: E402
 from model import ModelConfig, U2ppModel  # noqa: E402
 
 SPM_NAME = "char_units.model"
@@ -169,6 +170,25 @@ def train_yaml(cfg: ModelConfig) -> dict:
     }
 
 
+def stats_matching_buffers(state: dict, cmvn_stats: dict) -> dict:
+    """WeNet JSON statistics whose load_cmvn result (float64, then float32)
+    is exactly the model's CMVN buffers. The buffers can differ from the
+    training statistics (a checkpoint carried in fp16 rounds them), and the
+    model was trained with the buffers, so they are the truth; WeNet and our
+    oracle require the file and final.pt to agree."""
+    mean = state["encoder.global_cmvn.mean"].double()
+    istd = state["encoder.global_cmvn.istd"].double()
+    count = cmvn_stats["frame_num"]
+    var = 1.0 / (istd * istd)
+    stats = {"mean_stat": (mean * count).tolist(),
+             "var_stat": ((var + mean * mean) * count).tolist(), "frame_num": count}
+    check_mean, check_istd = cmvn_from_stats(stats)
+    if not (torch.equal(check_mean, state["encoder.global_cmvn.mean"])
+            and torch.equal(check_istd, state["encoder.global_cmvn.istd"])):
+        raise ValueError("could not write global_cmvn statistics that reproduce the buffers")
+    return stats
+
+
 def export(model: U2ppModel, cmvn_stats: dict, out_dir: str) -> None:
     os.makedirs(out_dir, exist_ok=True)
     state = {k: v.detach().float().cpu().clone() for k, v in model.state_dict().items()}
@@ -177,7 +197,7 @@ def export(model: U2ppModel, cmvn_stats: dict, out_dir: str) -> None:
         f.write(to_yaml(train_yaml(model.cfg)) + "\n")
     write_units(os.path.join(out_dir, "units.txt"))
     with open(os.path.join(out_dir, "global_cmvn"), "w") as f:
-        json.dump(cmvn_stats, f)
+        json.dump(stats_matching_buffers(state, cmvn_stats), f)
     characters = [u for u in UNITS if not u.startswith("<")]
     assert WORD_BOUNDARY in characters
     with open(os.path.join(out_dir, SPM_NAME), "wb") as f:

@@ -1,0 +1,67 @@
+#include "quant/kernels/cpu/scaled_mm_reference.h"
+
+#include "quant/numerics.h"
+
+namespace oasr::quant {
+
+void scaled_mm_int8_reference(const int8_t* a, const float* a_scale, const int8_t* w,
+                              const float* w_scale, const float* bias, Activation act, int64_t m,
+                              int64_t n, int64_t k, float* out) {
+  for (int64_t row = 0; row < m; ++row) {
+    const int8_t* a_row = a + row * k;
+    for (int64_t col = 0; col < n; ++col) {
+      const int8_t* w_row = w + col * k;
+      int32_t acc = 0;
+      for (int64_t j = 0; j < k; ++j) {
+        acc += static_cast<int32_t>(a_row[j]) * static_cast<int32_t>(w_row[j]);
+      }
+      out[row * n + col] = int8_epilogue(acc, a_scale[row], w_scale[col],
+                                         bias != nullptr ? bias[col] : kNoBias, act);
+    }
+  }
+}
+
+void scaled_mm_e4m3_reference(const uint8_t* a, const float* a_scale, const uint8_t* w,
+                              const float* w_scale, const float* bias, Activation act, int64_t m,
+                              int64_t n, int64_t k, float* out) {
+  for (int64_t row = 0; row < m; ++row) {
+    const uint8_t* a_row = a + row * k;
+    for (int64_t col = 0; col < n; ++col) {
+      const uint8_t* w_row = w + col * k;
+      float acc = 0.0f;
+      for (int64_t j = 0; j < k; ++j) acc = fp8_accumulate(acc, a_row[j], w_row[j]);
+      out[row * n + col] =
+          fp8_epilogue(acc, a_scale[row], w_scale[col], bias != nullptr ? bias[col] : kNoBias, act);
+    }
+  }
+}
+
+void quantize_per_token_int8_reference(const float* x, const float* smooth_inv, int64_t m,
+                                       int64_t k, int8_t* q, float* scale) {
+  for (int64_t row = 0; row < m; ++row) {
+    quantize_row_dynamic_int8(x + row * k, smooth_inv, k, q + row * k, scale + row);
+  }
+}
+
+void quantize_per_token_e4m3_reference(const float* x, const float* smooth_inv, int64_t m,
+                                       int64_t k, uint8_t* q, float* scale) {
+  for (int64_t row = 0; row < m; ++row) {
+    quantize_row_dynamic_e4m3(x + row * k, smooth_inv, k, q + row * k, scale + row);
+  }
+}
+
+void quantize_static_int8_reference(const float* x, const float* multiplier, int64_t m, int64_t k,
+                                    int8_t* q) {
+  for (int64_t row = 0; row < m; ++row) {
+    quantize_row_static_int8(x + row * k, multiplier, k, q + row * k);
+  }
+}
+
+void quantize_static_e4m3_reference(const float* x, const float* multiplier, int64_t m, int64_t k,
+                                    uint8_t* q) {
+  for (int64_t row = 0; row < m; ++row) {
+    quantize_row_static_e4m3(x + row * k, multiplier, k, q + row * k);
+  }
+}
+
+}  // namespace oasr::quant

@@ -1,0 +1,40 @@
+// The threads the AVX2 int8 lane splits a GEMM (or a large quantize) over: a
+// small persistent pool, since spawning threads per call would cost more
+// than a 256x256 product. No OpenMP in this project, and OpenBLAS's pool is
+// not ours to borrow.
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <memory>
+
+namespace oasr::quant::avx2 {
+
+// Runs task(0) .. task(count - 1) on the calling thread plus threads() - 1
+// workers, tasks handed out one at a time (dynamic: a loaded, shared machine
+// makes static splits uneven). Workers sleep on a condition variable between
+// calls -- no spinning -- and the caller works too, so a worker the OS has
+// not yet woken only ever delays the tasks it already took. A caller that
+// finds the pool busy (another thread's call) runs its tasks alone rather than
+// queueing. Tasks must not throw.
+class WorkerPool {
+ public:
+  explicit WorkerPool(int threads);
+  ~WorkerPool();
+  WorkerPool(const WorkerPool&) = delete;
+  WorkerPool& operator=(const WorkerPool&) = delete;
+
+  int threads() const;
+  void run(int64_t count, const std::function<void(int64_t)>& task);
+
+ private:
+  struct State;
+  std::unique_ptr<State> state_;
+};
+
+// The process-wide pool (created on first use with int8_avx2_threads()
+// threads); callers keep the shared_ptr for the duration of a call, so
+// set_int8_avx2_threads() may replace it concurrently.
+std::shared_ptr<WorkerPool> shared_worker_pool();
+
+}  // namespace oasr::quant::avx2

@@ -1,0 +1,153 @@
+#include "quant/lanes/scaled_mm_lane.h"
+
+#include <algorithm>
+
+#include "core/env.h"
+#include "core/error.h"
+#include "quant/kernels/cpu/scaled_mm_reference.h"
+
+// The AVX2 int8 lane is another engineer's file set; it registers itself here
+// once its header exists (and only on x86-64, where it can compile).
+#if defined(__x86_64__) && __has_include("quant/kernels/cpu/scaled_mm_int8_avx2.h")
+#include "quant/kernels/cpu/scaled_mm_int8_avx2.h"
+#define OASR_QUANT_HAVE_AVX2_LANE 1
+#endif
+
+namespace oasr::quant {
+namespace {
+
+// GPU lane names OASR_SCALED_MM_BACKEND accepts (served once the CUDA lanes land).
+constexpr std::string_view kGpuBackendNames[] = {"native", "mma_sync", "cutlass", "cublaslt",
+                                                 "torch"};
+
+std::vector<ScaledMMLane> builtin_lanes() {
+  std::vector<ScaledMMLane> lanes;
+  ScaledMMLane reference;
+  reference.name = "cpu_reference";
+  reference.device = DeviceType::kCPU;
+  reference.priority = 0;
+  reference.scaled_mm_int8 = scaled_mm_int8_reference;
+  reference.quantize_per_token_int8 = quantize_per_token_int8_reference;
+  reference.quantize_static_int8 = quantize_static_int8_reference;
+  reference.scaled_mm_e4m3 = scaled_mm_e4m3_reference;
+  reference.quantize_per_token_e4m3 = quantize_per_token_e4m3_reference;
+  reference.quantize_static_e4m3 = quantize_static_e4m3_reference;
+  lanes.push_back(reference);
+#if defined(OASR_QUANT_HAVE_AVX2_LANE)
+  ScaledMMLane avx2;
+  avx2.name = "cpu_avx2_int8";
+  avx2.device = DeviceType::kCPU;
+  avx2.priority = 10;
+  avx2.available = cpu_has_avx2;
+  avx2.requirement = "a CPU with AVX2";
+  avx2.scaled_mm_int8 = scaled_mm_int8_avx2;
+  avx2.quantize_per_token_int8 = quantize_per_token_int8_avx2;
+  avx2.prepare_int8_weight = [](const int8_t* w, int64_t n, int64_t k) {
+    return std::shared_ptr<const void>(
+        std::make_shared<PackedInt8Weight>(pack_int8_weight(w, n, k)));
+  };
+  avx2.scaled_mm_int8_prepared = [](const int8_t* a, const float* a_scale, const void* prepared,
+                                    const float* w_scale, const float* bias, Activation act,
+                                    int64_t m, float* out) {
+    scaled_mm_int8_avx2(a, a_scale, *static_cast<const PackedInt8Weight*>(prepared), w_scale, bias,
+                        act, m, out);
+  };
+  // Static quantization is one multiply per element: the reference body is
+  // bit-identical by construction and not worth a second implementation.
+  avx2.quantize_static_int8 = quantize_static_int8_reference;
+  lanes.push_back(avx2);
+#endif
+  return lanes;
+}
+
+std::vector<ScaledMMLane>& lane_registry() {
+  static std::vector<ScaledMMLane> lanes = builtin_lanes();
+  return lanes;
+}
+
+std::string lane_names(DeviceType device) {
+  std::string names;
+  for (const ScaledMMLane& lane : lane_registry()) {
+    if (lane.device != device) continue;
+    names += names.empty() ? "" : ", ";
+    names += lane.name;
+  }
+  return names;
+}
+
+}  // namespace
+
+bool ScaledMMLane::serves(QDType format) const {
+  switch (format) {
+    case QDType::kInt8:
+      return scaled_mm_int8 && quantize_per_token_int8 && quantize_static_int8;
+    case QDType::kFp8E4M3:
+      return scaled_mm_e4m3 && quantize_per_token_e4m3 && quantize_static_e4m3;
+    default:
+      return false;
+  }
+}
+
+const std::vector<ScaledMMLane>& registered_lanes() {
+  return lane_registry();
+}
+
+void register_lane(ScaledMMLane lane) {
+  OASR_CHECK(find_lane(lane.name) == nullptr, kInvalidArgument, "scaled-mm lane '", lane.name,
+             "' is registered twice");
+  lane_registry().push_back(std::move(lane));
+}
+
+const ScaledMMLane* find_lane(std::string_view name) {
+  for (const ScaledMMLane& lane : lane_registry()) {
+    if (lane.name == name) return &lane;
+  }
+  return nullptr;
+}
+
+const ScaledMMLane& choose_lane(QDType format, Device device, std::string_view backend) {
+  const std::string device_name = device.is_cpu() ? "cpu" : "cuda";
+  if (backend.empty() || backend == "auto") {
+    const ScaledMMLane* best = nullptr;
+    for (const ScaledMMLane& lane : lane_registry()) {
+      if (lane.device != device.type || !lane.auto_eligible || !lane.serves(format) ||
+          !lane.is_available()) {
+        continue;
+      }
+      if (best == nullptr || lane.priority > best->priority) best = &lane;
+    }
+    OASR_CHECK(best != nullptr, kUnsupported, "no 8-bit GEMM lane serves ", to_string(format),
+               " on ", device_name, " in this build (lanes: ",
+               lane_names(device.type).empty() ? "none" : lane_names(device.type),
+               "); serve the model in full precision (no --quantization)");
+    return *best;
+  }
+  const ScaledMMLane* lane = find_lane(backend);
+  if (lane == nullptr) {
+    const bool gpu_name = std::find(std::begin(kGpuBackendNames), std::end(kGpuBackendNames),
+                                    backend) != std::end(kGpuBackendNames);
+    OASR_CHECK(!gpu_name || !device.is_cpu(), kUnsupported, "OASR_SCALED_MM_BACKEND=", backend,
+               " names a CUDA lane, but the model runs on cpu; use auto or one of: ",
+               lane_names(DeviceType::kCPU));
+    OASR_THROW(kUnsupported, "OASR_SCALED_MM_BACKEND=", backend,
+               " names no lane of this build; lanes on ", device_name, ": ",
+               lane_names(device.type), " (or auto)");
+  }
+  OASR_CHECK(lane->device == device.type, kUnsupported, "OASR_SCALED_MM_BACKEND=", backend,
+             " is a lane for another device than ", device_name,
+             "; use auto or one of: ", lane_names(device.type));
+  OASR_CHECK(lane->serves(format), kUnsupported, "OASR_SCALED_MM_BACKEND=", backend,
+             " does not serve ", to_string(format), "; use auto or cpu_reference");
+  OASR_CHECK(lane->is_available(), kUnsupported, "OASR_SCALED_MM_BACKEND=", backend, " needs ",
+             lane->requirement, ", which this machine lacks; use auto");
+  return *lane;
+}
+
+std::string scaled_mm_backend_from_env() {
+  std::vector<std::string> choices = {"auto"};
+  for (std::string_view name : kGpuBackendNames) choices.emplace_back(name);
+  for (const ScaledMMLane& lane : lane_registry()) choices.push_back(lane.name);
+  return env::get_choice("OASR_SCALED_MM_BACKEND", choices, "auto");
+}
+
+}  // namespace oasr::quant

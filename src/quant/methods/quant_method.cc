@@ -1,0 +1,284 @@
+#include "quant/methods/quant_method.h"
+
+#include <cstring>
+#include <map>
+
+#include "core/error.h"
+#include "quant/kernels/cpu/scaled_mm_reference.h"
+#include "quant/numerics.h"
+
+namespace oasr::quant {
+
+int64_t GemmGeometry::gemm_k() const {
+  if (quantized_weight_shape.size() <= 1) return in_features;
+  int64_t k = 1;
+  for (size_t d = 1; d < quantized_weight_shape.size(); ++d) k *= quantized_weight_shape[d];
+  return k;
+}
+
+QuantMethod::QuantMethod(QuantScheme scheme) : scheme_(std::move(scheme)) {
+  check_servable(scheme_);
+}
+
+DType QuantMethod::storage_dtype() const {
+  return format() == QDType::kInt8 ? DType::kI8 : DType::kF8E4M3;
+}
+
+std::vector<StorageSlot> QuantMethod::storage(const GemmGeometry& geometry,
+                                              bool runtime_smoothed) const {
+  std::vector<StorageSlot> slots;
+  slots.push_back({"weight", geometry.quantized_weight_shape, storage_dtype()});
+  slots.push_back({"weight_scale", {geometry.out_features}, DType::kF32});
+  if (runtime_smoothed) slots.push_back({"smooth_inv", {geometry.in_features}, DType::kF32});
+  if (has_static_input()) slots.push_back({"input_scale", {1}, DType::kF32});
+  return slots;
+}
+
+QuantizedWeight QuantMethod::quantize_weight(const Tensor& weight_nk) const {
+  OASR_CHECK(weight_nk.defined() && weight_nk.dim() == 2, kInvalidArgument,
+             "quantize_weight: expects a weight [N, K], got ",
+             weight_nk.defined() ? shape_str(weight_nk.shape()) : "an undefined tensor");
+  const Tensor w = weight_nk.to(Device::cpu()).to(DType::kF32).contiguous();
+  const int64_t n = w.size(0);
+  const int64_t k = w.size(1);
+  QuantizedWeight out;
+  out.weight = Tensor::empty({n, k}, storage_dtype());
+  out.weight_scale = Tensor::empty({n}, DType::kF32);
+  const float* src = w.data<float>();
+  float* scale = out.weight_scale.data<float>();
+  if (format() == QDType::kInt8) {
+    int8_t* q = out.weight.data<int8_t>();
+    for (int64_t row = 0; row < n; ++row) {
+      quantize_row_dynamic_int8(src + row * k, nullptr, k, q + row * k, scale + row);
+    }
+  } else {
+    auto* q = static_cast<uint8_t*>(out.weight.raw_data());
+    for (int64_t row = 0; row < n; ++row) {
+      quantize_row_dynamic_e4m3(src + row * k, nullptr, k, q + row * k, scale + row);
+    }
+  }
+  return out;
+}
+
+void QuantMethod::bind(const BindOptions& options, const QuantizedParams& params) {
+  OASR_CHECK(params.weight.defined() && params.weight.dim() == 2 &&
+                 params.weight.dtype() == storage_dtype(),
+             kInternal, "bind: the ", name(), " method needs its ", dtype_name(storage_dtype()),
+             " weight [N, K] loaded first");
+  const int64_t k = params.weight.size(1);
+  OASR_CHECK(format() != QDType::kInt8 || k <= kInt8MaxExactK, kUnsupported,
+             "an int8 GEMM with K = ", k,
+             " could overflow its exact int32 accumulator (K <= ", kInt8MaxExactK,
+             "); keep this layer in full precision (ignore it)");
+  const ScaledMMLane& lane = choose_lane(format(), options.device, options.backend);
+  static_multiplier_.clear();
+  if (has_static_input()) {
+    OASR_CHECK(params.input_scale.defined() && params.input_scale.numel() == 1, kInvalidArgument,
+               "the ", scheme_.name, " scheme needs a calibrated input_scale [1]");
+    const Tensor input_scale = params.input_scale.to(Device::cpu());
+    static_scale_ = input_scale.data<float>()[0];
+    OASR_CHECK(static_scale_ > 0.0f && static_scale_ < 3.4e38f, kInvalidArgument,
+               "input_scale must be a positive finite number, got ", static_scale_);
+    Tensor smooth;
+    if (params.smooth_inv.defined()) smooth = params.smooth_inv.to(Device::cpu()).contiguous();
+    static_multiplier_.resize(static_cast<size_t>(k));
+    for (int64_t j = 0; j < k; ++j) {
+      const float smooth_j = smooth.defined() ? smooth.data<float>()[j] : 1.0f;
+      static_multiplier_[static_cast<size_t>(j)] = static_multiplier(static_scale_, smooth_j);
+    }
+  }
+  prepared_weight_.reset();
+  if (format() == QDType::kInt8 && lane.prepare_int8_weight != nullptr &&
+      lane.scaled_mm_int8_prepared != nullptr) {
+    const Tensor weight = params.weight.contiguous();
+    prepared_weight_ = lane.prepare_int8_weight(weight.data<int8_t>(), weight.size(0), k);
+  }
+  lane_ = &lane;
+}
+
+const ScaledMMLane& QuantMethod::lane() const {
+  OASR_CHECK(lane_ != nullptr, kInternal, "the ", name(),
+             " quant method runs before bind_quantization chose its lane");
+  return *lane_;
+}
+
+QuantizedActivation QuantMethod::quantize_input(const Tensor& x,
+                                                const QuantizedParams& params) const {
+  const ScaledMMLane& chosen = lane();
+  OASR_CHECK(x.dim() == 2 && x.dtype() == DType::kF32 && x.is_contiguous(), kInternal,
+             "quantize_input expects contiguous float32 [M, K], got ", x.str());
+  const int64_t m = x.size(0);
+  const int64_t k = x.size(1);
+  QuantizedActivation out;
+  out.format = format();
+  out.data = Tensor::empty({m, k}, storage_dtype());
+  out.scale = Tensor::empty({m}, DType::kF32);
+  float* scale = out.scale.data<float>();
+  if (has_static_input()) {
+    for (int64_t row = 0; row < m; ++row) scale[row] = static_scale_;
+    if (format() == QDType::kInt8) {
+      chosen.quantize_static_int8(x.data<float>(), static_multiplier_.data(), m, k,
+                                  out.data.data<int8_t>());
+    } else {
+      chosen.quantize_static_e4m3(x.data<float>(), static_multiplier_.data(), m, k,
+                                  static_cast<uint8_t*>(out.data.raw_data()));
+    }
+    return out;
+  }
+  Tensor smooth;
+  if (params.smooth_inv.defined()) smooth = params.smooth_inv.contiguous();
+  const float* smooth_ptr = smooth.defined() ? smooth.data<float>() : nullptr;
+  if (format() == QDType::kInt8) {
+    chosen.quantize_per_token_int8(x.data<float>(), smooth_ptr, m, k, out.data.data<int8_t>(),
+                                   scale);
+  } else {
+    chosen.quantize_per_token_e4m3(x.data<float>(), smooth_ptr, m, k,
+                                   static_cast<uint8_t*>(out.data.raw_data()), scale);
+  }
+  return out;
+}
+
+Tensor QuantMethod::scaled_mm(const QuantizedActivation& input, const QuantizedParams& params,
+                              Activation act) const {
+  const ScaledMMLane& chosen = lane();
+  const int64_t m = input.data.size(0);
+  const int64_t k = input.data.size(1);
+  const int64_t n = params.weight.size(0);
+  OASR_CHECK(params.weight.size(1) == k && input.format == format(), kInvalidArgument, "the ",
+             name(), " GEMM got a ", to_string(input.format), " input ",
+             shape_str(input.data.shape()), " for a weight ", shape_str(params.weight.shape()));
+  Tensor bias;
+  if (params.bias.defined()) bias = params.bias.to(DType::kF32).contiguous();
+  const float* bias_ptr = bias.defined() ? bias.data<float>() : nullptr;
+  const Tensor weight = params.weight.contiguous();
+  Tensor out = Tensor::empty({m, n}, DType::kF32);
+  if (m == 0) return out;
+  if (prepared_weight_ != nullptr) {
+    chosen.scaled_mm_int8_prepared(input.data.data<int8_t>(), input.scale.data<float>(),
+                                   prepared_weight_.get(), params.weight_scale.data<float>(),
+                                   bias_ptr, act, m, out.data<float>());
+  } else if (format() == QDType::kInt8) {
+    chosen.scaled_mm_int8(input.data.data<int8_t>(), input.scale.data<float>(),
+                          weight.data<int8_t>(), params.weight_scale.data<float>(), bias_ptr, act,
+                          m, n, k, out.data<float>());
+  } else {
+    chosen.scaled_mm_e4m3(static_cast<const uint8_t*>(input.data.raw_data()),
+                          input.scale.data<float>(), static_cast<const uint8_t*>(weight.raw_data()),
+                          params.weight_scale.data<float>(), bias_ptr, act, m, n, k,
+                          out.data<float>());
+  }
+  return out;
+}
+
+Tensor QuantMethod::forward(const Tensor& x, const QuantizedParams& params, Activation act) const {
+  const int64_t k = params.weight.size(1);
+  OASR_CHECK(x.dim() >= 1 && x.size(-1) == k, kInvalidArgument, "quantized ", scheme_.name,
+             " GEMM: input ", shape_str(x.shape()), " does not end in its ", k, " input features");
+  OASR_CHECK(x.dtype() == DType::kF32 || x.dtype() == DType::kF16 || x.dtype() == DType::kBF16,
+             kInvalidArgument, "quantized ", scheme_.name, " GEMM: input dtype ",
+             dtype_name(x.dtype()), " is not float32, float16 or bfloat16");
+  const Tensor x2 = x.to(DType::kF32).contiguous().view({-1, k});
+  const QuantizedActivation q = quantize_input(x2, params);
+  Tensor y = scaled_mm(q, params, act);
+  Shape out_shape = x.shape();
+  out_shape.back() = params.weight.size(0);
+  y = y.view(out_shape);
+  return x.dtype() == DType::kF32 ? y : y.to(x.dtype());
+}
+
+std::string QuantMethod::input_quantizer() const {
+  return has_static_input() ? "self (quantize_static)" : "self (quantize_per_token)";
+}
+
+// ---- refusals and the registry ---------------------------------------------
+
+void check_servable(const QuantScheme& scheme) {
+  const std::string& name = scheme.name.empty() ? std::string("this scheme") : scheme.name;
+  OASR_CHECK(scheme.weight.dtype != QDType::kNvfp4, kUnsupported, "scheme '", name,
+             "' (NVFP4) is described by the format layer but no method serves it yet; use "
+             "int8_w8a8 or fp8_w8a8");
+  OASR_CHECK(scheme.weight.dtype == QDType::kInt8 || scheme.weight.dtype == QDType::kFp8E4M3,
+             kUnsupported, "scheme '", name, "' has ", to_string(scheme.weight.dtype),
+             " weights, which no quant method serves; the served formats are int8 (int8_w8a8, "
+             "int8_w8a8_static) and fp8 (fp8_w8a8, fp8_w8a8_static)");
+  OASR_CHECK(scheme.weight.granularity == Granularity::kPerChannel && scheme.weight.symmetric,
+             kUnsupported, "scheme '", name, "' has ", to_string(scheme.weight.granularity),
+             scheme.weight.symmetric ? "" : " asymmetric",
+             " weight scales; the served methods take symmetric per-channel weights");
+  OASR_CHECK(scheme.input.has_value(), kUnsupported, "scheme '", name,
+             "' is weight-only; the served methods quantize weights and activations (W8A8)");
+  const TensorQuant& input = *scheme.input;
+  OASR_CHECK(input.dtype == scheme.weight.dtype, kUnsupported, "scheme '", name, "' mixes ",
+             to_string(scheme.weight.dtype), " weights with ", to_string(input.dtype),
+             " activations; the served methods use one format for both");
+  OASR_CHECK(!(input.dynamic && input.granularity == Granularity::kPerTensor), kUnsupported,
+             "scheme '", name,
+             "' asks for a per-tensor dynamic activation scale, which is refused: padding and "
+             "co-batched utterances would change every row's quantization; use a per-token "
+             "dynamic scale (int8_w8a8 / fp8_w8a8) or a calibrated static one (*_static)");
+  OASR_CHECK(input.symmetric, kUnsupported, "scheme '", name,
+             "' has asymmetric activations; the served methods are symmetric");
+  OASR_CHECK((input.dynamic && input.granularity == Granularity::kPerToken) ||
+                 (!input.dynamic && input.granularity == Granularity::kPerTensor),
+             kUnsupported, "scheme '", name, "' has a ", input.dynamic ? "dynamic " : "static ",
+             to_string(input.granularity),
+             " activation scale; the served ones are dynamic per_token and static per_tensor");
+}
+
+namespace {
+
+template <typename Named>
+class NamedW8A8Method final : public QuantMethod {
+ public:
+  explicit NamedW8A8Method(const QuantScheme& scheme) : QuantMethod(scheme) {}
+  std::string_view name() const override { return Named::kName; }
+};
+struct Int8Name {
+  static constexpr std::string_view kName = "int8";
+};
+struct Fp8Name {
+  static constexpr std::string_view kName = "fp8";
+};
+
+struct MethodEntry {
+  QDType weight_dtype;
+  QuantMethodFactory factory;
+};
+
+std::map<std::string, MethodEntry>& method_registry() {
+  static std::map<std::string, MethodEntry> registry = {
+      {"int8",
+       {QDType::kInt8,
+        [](const QuantScheme& s) { return std::make_unique<NamedW8A8Method<Int8Name>>(s); }}},
+      {"fp8",
+       {QDType::kFp8E4M3,
+        [](const QuantScheme& s) { return std::make_unique<NamedW8A8Method<Fp8Name>>(s); }}},
+  };
+  return registry;
+}
+
+}  // namespace
+
+void register_quant_method(const std::string& name, QDType weight_dtype,
+                           QuantMethodFactory factory) {
+  OASR_CHECK(method_registry().count(name) == 0, kInvalidArgument, "quant method '", name,
+             "' is registered twice");
+  method_registry().emplace(name, MethodEntry{weight_dtype, std::move(factory)});
+}
+
+std::vector<std::string> quant_method_names() {
+  std::vector<std::string> names;
+  for (const auto& [name, entry] : method_registry()) names.push_back(name);
+  return names;
+}
+
+std::unique_ptr<QuantMethod> make_quant_method(const QuantScheme& scheme) {
+  check_servable(scheme);
+  for (const auto& [name, entry] : method_registry()) {
+    if (entry.weight_dtype == scheme.weight.dtype) return entry.factory(scheme);
+  }
+  OASR_THROW(kUnsupported, "no quant method is registered for ", to_string(scheme.weight.dtype),
+             " weights (scheme '", scheme.name, "')");
+}
+
+}  // namespace oasr::quant

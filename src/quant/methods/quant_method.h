@@ -1,0 +1,125 @@
+// QuantMethod: what a quantized layer delegates to (spec "The layer seam").
+// A layer keeps its type, module path and state-dict names; its method says
+// which tensors it stores (storage), turns a full-precision weight into them
+// on the host (quantize_weight), picks a kernel lane once (bind) and runs the
+// quantized forward. Methods are registered by name ("int8", "fp8"); the
+// scheme's weight dtype picks one (make_quant_method).
+#pragma once
+
+#include <functional>
+#include <memory>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "core/activations.h"
+#include "core/device.h"
+#include "core/tensor.h"
+#include "quant/format.h"
+#include "quant/lanes/scaled_mm_lane.h"
+#include "quant/layer_kind.h"
+#include "quant/quantized_activation.h"
+
+namespace oasr::quant {
+
+// What a quantizable layer tells its method about itself.
+struct GemmGeometry {
+  LayerKind kind = LayerKind::kLinear;
+  int64_t in_features = 0;   // K of the GEMM (a convolution: input channels)
+  int64_t out_features = 0;  // N (a convolution: output channels)
+  int64_t groups = 1;        // convolutions
+  // The stored quantized weight's shape: [N, K]; [N, K, 1] for a pointwise
+  // conv; KRSC [N, kh, kw, C] / KSC [N, k, C] for a Conv2d / Conv1d.
+  Shape quantized_weight_shape;
+  // Columns of the GEMM the weight becomes: K, or kh*kw*C for a convolution.
+  int64_t gemm_k() const;
+};
+
+// One tensor of a quantized layer's state dict.
+struct StorageSlot {
+  std::string name;
+  Shape shape;
+  DType dtype = DType::kF32;
+};
+
+struct QuantizedWeight {
+  Tensor weight;        // int8 / float8_e4m3fn [N, gemm K]
+  Tensor weight_scale;  // fp32 [N]
+};
+
+// A quantized layer's tensors at forward time (its state-dict slots).
+struct QuantizedParams {
+  Tensor weight;        // viewed as [N, gemm K]
+  Tensor weight_scale;  // fp32 [N]
+  Tensor smooth_inv;    // fp32 [K] or undefined
+  Tensor input_scale;   // fp32 [1] or undefined (dynamic input)
+  Tensor bias;          // [N] in the served dtype, or undefined
+};
+
+struct BindOptions {
+  Device device = Device::cpu();
+  // "auto", or a lane name. bind_quantization fills an empty one from
+  // OASR_SCALED_MM_BACKEND; QuantMethod::bind treats empty as auto.
+  std::string backend;
+};
+
+class QuantMethod {
+ public:
+  explicit QuantMethod(QuantScheme scheme);
+  virtual ~QuantMethod() = default;
+  QuantMethod(const QuantMethod&) = delete;
+  QuantMethod& operator=(const QuantMethod&) = delete;
+
+  virtual std::string_view name() const = 0;  // the registry name: "int8", "fp8"
+  const QuantScheme& scheme() const { return scheme_; }
+  QDType format() const { return scheme_.weight.dtype; }
+  DType storage_dtype() const;  // int8 or float8_e4m3fn
+  bool has_static_input() const { return scheme_has_static_input(scheme_); }
+
+  // The spec's state-dict table: weight (replacing the full-precision one),
+  // weight_scale [N], smooth_inv [K] only when runtime-smoothed, input_scale
+  // [1] only with a static input scale. The bias is the layer's, unchanged.
+  std::vector<StorageSlot> storage(const GemmGeometry& geometry, bool runtime_smoothed) const;
+
+  // DESIGN.md §3 "weights": the per-token rule applied to each output
+  // channel, on the host in fp32. weight_nk: [N, K], any float dtype.
+  QuantizedWeight quantize_weight(const Tensor& weight_nk) const;
+
+  // Chooses the lane once (refusing what it cannot serve) and precomputes
+  // the static multiplier. Called after the weights are loaded and moved.
+  void bind(const BindOptions& options, const QuantizedParams& params);
+  bool bound() const { return lane_ != nullptr; }
+  const ScaledMMLane& lane() const;
+
+  // The quantize step: x [M, K] fp32 contiguous -> 8-bit + per-row scales.
+  QuantizedActivation quantize_input(const Tensor& x, const QuantizedParams& params) const;
+  // y [M, N] fp32 = act(scaled GEMM of `input` and the weight, + bias).
+  Tensor scaled_mm(const QuantizedActivation& input, const QuantizedParams& params,
+                   Activation act) const;
+  // Both, for x [..., K] in fp32/fp16/bf16 -> [..., N] in x's dtype, rounded once.
+  Tensor forward(const Tensor& x, const QuantizedParams& params, Activation act) const;
+
+  // Who quantizes this layer's input, for the report.
+  std::string input_quantizer() const;
+
+ private:
+  QuantScheme scheme_;
+  const ScaledMMLane* lane_ = nullptr;
+  std::shared_ptr<const void> prepared_weight_;  // the lane's repacked weight, if it repacks
+  std::vector<float> static_multiplier_;         // [K], static input only
+  float static_scale_ = 0.0f;
+};
+
+// Refuses, by name and with what to do, a scheme no method serves: nvfp4, a
+// weight-only scheme, a per-tensor dynamic activation scale, int4, ...
+void check_servable(const QuantScheme& scheme);
+
+using QuantMethodFactory = std::function<std::unique_ptr<QuantMethod>(const QuantScheme&)>;
+// The registry: "int8" and "fp8" are built in.
+void register_quant_method(const std::string& name, QDType weight_dtype,
+                           QuantMethodFactory factory);
+std::vector<std::string> quant_method_names();
+// The method registered for the scheme's weight dtype (after check_servable).
+std::unique_ptr<QuantMethod> make_quant_method(const QuantScheme& scheme);
+
+}  // namespace oasr::quant

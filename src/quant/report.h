@@ -1,0 +1,44 @@
+// What a quantized model serves, for ASREngine::quantization_info(), the
+// engine's startup log and `oasr info`: the schemes, how many layers run
+// 8-bit, the KV-cache format, and per layer its scheme, kernel lane and who
+// quantizes its input; the layers left full precision, with why.
+#pragma once
+
+#include <nlohmann/json.hpp>
+
+#include <string>
+#include <vector>
+
+#include "quant/spec.h"
+
+namespace oasr::quant {
+
+struct LayerReport {
+  std::string path;
+  std::string type;             // the layer's type ("Linear", "PointwiseConv1d", ...)
+  std::string kind;             // linear, pointwise_conv, conv1d, conv2d
+  std::string scheme;           // int8_w8a8, ...
+  std::string lane;             // the kernel lane bound at load ("cpu_avx2_int8")
+  std::string input_quantizer;  // who quantizes its input
+};
+
+struct QuantizationInfo {
+  // "none" (full precision), "online" (weights quantized at load) or
+  // "checkpoint" (a quantized native checkpoint).
+  std::string source = "none";
+  std::vector<std::string> schemes;
+  std::string kv_cache;  // "" = the served dtype
+  std::vector<LayerReport> layers;
+  std::vector<SkippedLayer> skipped;
+
+  bool enabled() const { return !layers.empty() || !kv_cache.empty(); }
+  int64_t quantized_layers() const { return static_cast<int64_t>(layers.size()); }
+  // "int8_w8a8 (online): 156 quantized layers, lanes cpu_avx2_int8 x156, KV cache served dtype, 4
+  // skipped"
+  std::string summary() const;
+  // summary, then one line per quantized and per skipped layer.
+  std::string details() const;
+  nlohmann::ordered_json to_json() const;
+};
+
+}  // namespace oasr::quant

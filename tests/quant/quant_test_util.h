@@ -1,0 +1,35 @@
+// Test helpers shared by the quantization end-to-end tests.
+#pragma once
+
+#include <nlohmann/json.hpp>
+
+#include <filesystem>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "engine/asr_engine.h"
+#include "models/native_checkpoint.h"
+
+namespace oasr::testing {
+
+// The engine's quantized model written as a native format_version 2 directory.
+inline std::filesystem::path write_quantized_checkpoint(const engine::ASREngine& engine,
+                                                        const std::filesystem::path& source_dir,
+                                                        const std::filesystem::path& out) {
+  std::vector<std::pair<std::string, Tensor>> tensors;
+  auto& model = const_cast<models::U2ppModel&>(engine.model());
+  for (auto& [name, slot] : model.named_parameters()) {
+    if (slot->value.defined()) tensors.emplace_back(name, slot->value);
+  }
+  models::ModelSource source = models::load_checkpoint_dir(source_dir);
+  source.weights = std::make_shared<models::OrderedTensorSource>(std::move(tensors));
+  quant::QuantizationSpec spec = engine.quantization_spec();
+  spec.online = false;
+  spec.producer["recipe"] = "int8_w8a8_rtn";
+  source.quantization = nlohmann::json::parse(spec.to_json().dump());
+  models::save_native_checkpoint(source, out);
+  return out;
+}
+
+}  // namespace oasr::testing

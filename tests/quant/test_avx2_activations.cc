@@ -1,0 +1,159 @@
+// The AVX2 epilogue activations (quant/kernels/cpu/activations_avx2.h) must
+// return the bits of core/activations.h's scalar functions for every input.
+// Checked over strided sweeps of all 2^32 bit patterns (exp: every 257th,
+// 16.7 million inputs; each activation: every 1031st, 4.2 million -- every
+// sign, exponent and NaN payload class), every float in ranges around the
+// branch points, and special values. (A one-off run over all 2^32 inputs of
+// the vector bodies -- exp, swish, sigmoid, relu -- found no difference; the
+// GELUs and tanh run the scalar function per lane.)
+#include "quant/kernels/cpu/activations_avx2.h"
+
+#include <gtest/gtest.h>
+
+#include <cstdint>
+#include <limits>
+#include <vector>
+
+#include "core/activations.h"
+#include "quant/kernels/cpu/scaled_mm_int8_avx2.h"
+
+namespace oasr::quant {
+namespace {
+
+constexpr Activation kAllActivations[] = {
+    Activation::kNone,     Activation::kRelu,    Activation::kSwish, Activation::kGeluErf,
+    Activation::kGeluTanh, Activation::kSigmoid, Activation::kTanh};
+
+OASR_AVX2_TARGET void apply8(Activation activation, const float* in, float* out) {
+  _mm256_storeu_ps(out, avx2::apply_ps(activation, _mm256_loadu_ps(in)));
+}
+
+OASR_AVX2_TARGET void exp8(const float* in, float* out) {
+  _mm256_storeu_ps(out, avx2::exp_ps(_mm256_loadu_ps(in)));
+}
+
+struct Mismatch {
+  int64_t count = 0;
+  float first_input = 0, first_vector = 0, first_scalar = 0;
+};
+
+// Compares the vector function with the scalar one over `inputs` (any length).
+template <typename VectorFn, typename ScalarFn>
+Mismatch compare(const std::vector<float>& inputs, VectorFn vector_fn, ScalarFn scalar_fn) {
+  Mismatch mismatch;
+  float in[8], out[8];
+  for (size_t i = 0; i < inputs.size(); i += 8) {
+    for (size_t lane = 0; lane < 8; ++lane)
+      in[lane] = inputs[std::min(i + lane, inputs.size() - 1)];
+    vector_fn(in, out);
+    for (size_t lane = 0; lane < 8 && i + lane < inputs.size(); ++lane) {
+      const float scalar = scalar_fn(in[lane]);
+      if (float_bits(out[lane]) != float_bits(scalar)) {
+        if (mismatch.count == 0) {
+          mismatch.first_input = in[lane];
+          mismatch.first_vector = out[lane];
+          mismatch.first_scalar = scalar;
+        }
+        ++mismatch.count;
+      }
+    }
+  }
+  return mismatch;
+}
+
+std::vector<float> strided_sweep(uint32_t stride) {
+  std::vector<float> inputs;
+  inputs.reserve(static_cast<size_t>((uint64_t{1} << 32) / stride + 1));
+  for (uint64_t bits = 0; bits < (uint64_t{1} << 32); bits += stride) {
+    inputs.push_back(bits_float(static_cast<uint32_t>(bits)));
+  }
+  return inputs;
+}
+
+// Every float in [lo, hi] (same sign), plus the negatives of each.
+std::vector<float> dense_range(float lo, float hi) {
+  std::vector<float> inputs;
+  for (uint32_t bits = float_bits(lo); bits <= float_bits(hi); ++bits) {
+    inputs.push_back(bits_float(bits));
+    inputs.push_back(-bits_float(bits));
+  }
+  return inputs;
+}
+
+std::vector<float> special_values() {
+  const float inf = std::numeric_limits<float>::infinity();
+  return {0.0f,
+          -0.0f,
+          inf,
+          -inf,
+          std::numeric_limits<float>::quiet_NaN(),
+          bits_float(0xffc00001u),
+          bits_float(0x7f800001u),  // NaN payloads
+          std::numeric_limits<float>::denorm_min(),
+          -std::numeric_limits<float>::denorm_min(),
+          std::numeric_limits<float>::max(),
+          -std::numeric_limits<float>::max(),
+          std::numeric_limits<float>::min(),
+          -104.0f,
+          -103.99999f,
+          -104.00001f,
+          0x1.62e42ep6f,
+          0x1.62e430p6f,
+          -87.0f,
+          -1e4f,
+          -1.0001e4f,
+          9.5f,
+          0.625f,
+          1.0f,
+          3.9192f};
+}
+
+class Avx2Activations : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    if (!cpu_has_avx2()) GTEST_SKIP() << "no AVX2+FMA on this CPU";
+  }
+};
+
+TEST_F(Avx2Activations, ExpMatchesScalarBits) {
+  std::vector<float> inputs = strided_sweep(257);
+  for (float x : dense_range(80.0f, 90.0f)) inputs.push_back(x);    // overflow cut
+  for (float x : dense_range(100.0f, 106.0f)) inputs.push_back(x);  // underflow cut, subnormals
+  for (float x : special_values()) inputs.push_back(x);
+  const Mismatch mismatch = compare(inputs, exp8, act::exp_f32);
+  EXPECT_EQ(mismatch.count, 0) << "first: exp(" << mismatch.first_input << ") vector "
+                               << mismatch.first_vector << " scalar " << mismatch.first_scalar;
+}
+
+TEST_F(Avx2Activations, EveryActivationMatchesScalarBits) {
+  std::vector<float> inputs = strided_sweep(1031);
+  for (float x : dense_range(0.0f, 0x1p-135f)) inputs.push_back(x);  // zero, subnormals
+  for (float x : dense_range(0.99f, 1.01f)) inputs.push_back(x);     // erf's cut at 1
+  for (float x : dense_range(0.62f, 0.63f)) inputs.push_back(x);     // tanh's at 0.625
+  for (float x : dense_range(103.9f, 104.1f)) inputs.push_back(x);   // swish's at -104
+  for (float x : special_values()) inputs.push_back(x);
+  for (Activation activation : kAllActivations) {
+    const Mismatch mismatch = compare(
+        inputs, [&](const float* in, float* out) { apply8(activation, in, out); },
+        [&](float x) { return act::apply(activation, x); });
+    EXPECT_EQ(mismatch.count, 0) << activation_name(activation) << "(" << mismatch.first_input
+                                 << "): vector " << mismatch.first_vector << " scalar "
+                                 << mismatch.first_scalar;
+  }
+}
+
+// A wrong branch order would show on exactly these: NaN payloads must come
+// back unchanged, -inf must give the scalar function's limit.
+TEST_F(Avx2Activations, SpecialValuesKeepTheirBits) {
+  const std::vector<float> inputs = special_values();
+  for (Activation activation : kAllActivations) {
+    const Mismatch mismatch = compare(
+        inputs, [&](const float* in, float* out) { apply8(activation, in, out); },
+        [&](float x) { return act::apply(activation, x); });
+    EXPECT_EQ(mismatch.count, 0) << activation_name(activation) << "(" << mismatch.first_input
+                                 << ")";
+  }
+}
+
+}  // namespace
+}  // namespace oasr::quant
