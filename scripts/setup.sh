@@ -12,6 +12,9 @@ APT_PACKAGES=(
   libcli11-dev libspdlog-dev libyaml-cpp-dev libzip-dev libcpp-httplib-dev libsentencepiece-dev
   libgtest-dev libgmock-dev libbenchmark-dev
   python3 python3-venv python3-pip python3-numpy python3-torch python3-torchaudio
+  # the bundled model's evaluation sets (tools/data/make_eval_sets.sh): real
+  # telephone prompts and the TTS engines that render the synthetic test set
+  asterisk-core-sounds-en asterisk-core-sounds-en-wav espeak-ng flite
 )
 
 as_root() { if [ "$(id -u)" -eq 0 ]; then "$@"; else sudo "$@"; fi; }

@@ -1,0 +1,108 @@
+#!/usr/bin/env python3
+"""The accuracy gate: re-runs one row of ci/wer-reference.json and compares.
+
+  check_wer.py --reference ci/wer-reference.json --entry N --oasr BUILD/oasr
+               --eval-sets DIR --source-dir REPO
+
+Row N's "command" is what a user types from the repository root, with `oasr`
+for the binary and `$EVAL_SETS` for the folder tools/data/make_eval_sets.sh
+built. It is run as written plus `--output-format json`, and the test fails
+when the measured WER exceeds the reference by more than the tolerance:
+
+  allowed extra errors = max(tolerance.min_errors, ceil(tolerance.wer_points / 100 * words))
+
+Why a tolerance at all: for a fixed binary and input the WER is exactly
+reproducible (OPENBLAS_NUM_THREADS=1 and 2 give the same hypotheses), but
+another CPU can take other OpenBLAS / SIMD kernels whose float rounding flips
+a close beam decision here and there. Why a small one: a real regression (a
+broken layer, a wrong feature) moves these WERs by tens of points.
+
+Rows whose "device" this build cannot run (cuda without a GPU) are skipped
+(exit 77). The eval sets' checksum must match the reference's, otherwise the
+numbers are not comparable and the test fails saying so. Standard library only.
+"""
+
+from __future__ import annotations
+
+import argparse
+import hashlib
+import json
+import math
+import shlex
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+SKIP = 77
+
+
+def allowed_extra_errors(tolerance: dict, words: int) -> int:
+    return max(int(tolerance["min_errors"]), math.ceil(float(tolerance["wer_points"]) / 100.0 * words))
+
+
+def expand_command(command: str, oasr: Path, eval_sets: Path) -> list[str]:
+    argv = shlex.split(command)
+    if not argv or argv[0] != "oasr":
+        raise SystemExit(f"error: reference command must start with 'oasr': {command!r}")
+    return [str(oasr)] + [arg.replace("$EVAL_SETS", str(eval_sets)) for arg in argv[1:]]
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--reference", type=Path, required=True)
+    parser.add_argument("--entry", type=int, required=True, help="row index in reference['entries']")
+    parser.add_argument("--oasr", type=Path, required=True)
+    parser.add_argument("--eval-sets", type=Path, required=True)
+    parser.add_argument("--source-dir", type=Path, required=True, help="repository root (commands run there)")
+    parser.add_argument("--has-cuda", action="store_true", help="this build has the CUDA backend and a GPU")
+    args = parser.parse_args()
+    # The command runs in --source-dir, so paths given relative to here must not.
+    args.oasr, args.eval_sets = args.oasr.resolve(), args.eval_sets.resolve()
+
+    reference = json.loads(args.reference.read_text(encoding="utf-8"))
+    row = reference["entries"][args.entry]
+    label = f"[{row['config']} / {row['test_set']}]"
+    gpu_here = args.has_cuda and shutil.which("nvidia-smi") is not None
+    if row.get("device", "cpu") != "cpu" and not gpu_here:
+        print(f"{label} needs device {row['device']}; skipped on this build")
+        return SKIP
+
+    sums = args.eval_sets / "SHA256SUMS"
+    if not sums.is_file():
+        print(f"FAIL {label}: {sums} is missing; run tools/data/make_eval_sets.sh {args.eval_sets}")
+        return 1
+    digest = hashlib.sha256(sums.read_bytes()).hexdigest()
+    expected_digest = reference["eval_sets"]["sha256_of_SHA256SUMS"]
+    if digest != expected_digest:
+        print(f"FAIL {label}: the eval sets in {args.eval_sets} differ from the ones the reference was "
+              f"measured on (sha256 of SHA256SUMS {digest}, reference {expected_digest}); the Debian "
+              "packages they are built from changed. Re-measure and update ci/wer-reference.json.")
+        return 1
+
+    argv = expand_command(row["command"], args.oasr, args.eval_sets) + ["--output-format", "json"]
+    print("running:", " ".join(shlex.quote(a) for a in argv), flush=True)
+    result = subprocess.run(argv, cwd=args.source_dir, capture_output=True, text=True)
+    if result.returncode != 0:
+        print(f"FAIL {label}: oasr exited with {result.returncode}: {result.stderr.strip()[-2000:]}")
+        return 1
+    measured = json.loads(result.stdout.strip().splitlines()[-1])
+    words, errors = int(measured["reference_words"]), int(measured["errors"])
+    if words != int(row["words"]):
+        print(f"FAIL {label}: the test set has {words} reference words, the reference row {row['words']}")
+        return 1
+    allowed = allowed_extra_errors(reference["tolerance"], words)
+    wer = 100.0 * errors / words
+    print(f"{label}: WER {wer:.2f}% ({errors} errors / {words} words); reference {row['wer']:.2f}% "
+          f"({row['errors']} errors); allowed up to {int(row['errors']) + allowed} errors")
+    if errors > int(row["errors"]) + allowed:
+        print(f"FAIL {label}: {errors - int(row['errors'])} more errors than the reference "
+              f"(tolerance {allowed}); an accuracy regression")
+        return 1
+    if errors < int(row["errors"]) - allowed:
+        print(f"note {label}: better than the reference by more than the tolerance; update ci/wer-reference.json")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
