@@ -7,8 +7,7 @@
 namespace oasr::layers {
 
 Conv2d::Conv2d(int64_t in_channels, int64_t out_channels, int64_t kernel_h, int64_t kernel_w,
-               int64_t stride_h, int64_t stride_w, bool bias, int64_t padding_h,
-               int64_t padding_w)
+               int64_t stride_h, int64_t stride_w, bool bias, int64_t padding_h, int64_t padding_w)
     : Module("Conv2d"),
       in_channels_(in_channels),
       kernel_h_(kernel_h),

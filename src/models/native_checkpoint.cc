@@ -438,15 +438,14 @@ ordered_json native_config_json(const ModelSource& source) {
   ordered_json provenance = {{"format", to_string(source.format)},
                              {"checkpoint", source.weights_path.filename().string()},
                              {"notes", source.notes}};
-  ordered_json document = {{"format_version", source.quantization.is_null()
-                                                    ? kFormatVersion
-                                                    : kQuantizedFormatVersion},
-                           {"architecture", kArchitectureName},
-                           {"model", model},
-                           {"features", features},
-                           {"tokenizer", tokenizer},
-                           {"decode", decode},
-                           {"source", provenance}};
+  ordered_json document = {
+      {"format_version", source.quantization.is_null() ? kFormatVersion : kQuantizedFormatVersion},
+      {"architecture", kArchitectureName},
+      {"model", model},
+      {"features", features},
+      {"tokenizer", tokenizer},
+      {"decode", decode},
+      {"source", provenance}};
   if (!source.quantization.is_null()) document["quantization"] = source.quantization;
   return document;
 }

@@ -44,8 +44,8 @@ TEST(CudaTensor, SlicedViewCopiesTheRightElements) {
   EXPECT_TRUE(testing::bit_equal(cols.to(Device::cuda()).to(Device::cpu()), cols.clone()));
   // A device-side slice of a device tensor reads at the right offset.
   Tensor on_device = host.to(Device::cuda());
-  EXPECT_TRUE(testing::bit_equal(on_device.slice(0, 6, 8).to(Device::cpu()),
-                                 host.slice(0, 6, 8).clone()));
+  EXPECT_TRUE(
+      testing::bit_equal(on_device.slice(0, 6, 8).to(Device::cpu()), host.slice(0, 6, 8).clone()));
 }
 
 TEST(CudaTensor, ZerosAndDeviceToDeviceCopy) {

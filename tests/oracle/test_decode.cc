@@ -34,19 +34,8 @@ using nlohmann::json;
 
 constexpr double kScoreRelTolerance = 1e-9;
 
-struct OracleData {
-  io::SafeTensorsFile file;
-  json cases;
-};
-
-const OracleData& oracle() {
-  static const OracleData data = [] {
-    io::SafeTensorsFile file =
-        io::SafeTensorsFile::open(testing::oracle_dir() / "cases.safetensors");
-    json cases = json::parse(file.metadata().at("cases"));
-    return OracleData{std::move(file), std::move(cases)};
-  }();
-  return data;
+const testing::OracleCases& oracle() {
+  return testing::oracle_cases();
 }
 
 std::vector<json> cases_of(const std::string& kind) {

@@ -46,19 +46,8 @@ constexpr double kLogFeatureTolerance = 1e-3;
 constexpr double kUlpsOfPeak = 8.0;
 constexpr double kFloatUlp = 0x1p-24;
 
-struct OracleData {
-  io::SafeTensorsFile file;
-  json cases;
-};
-
-const OracleData& oracle() {
-  static const OracleData data = [] {
-    io::SafeTensorsFile file =
-        io::SafeTensorsFile::open(testing::oracle_dir() / "cases.safetensors");
-    json cases = json::parse(file.metadata().at("cases"));
-    return OracleData{std::move(file), std::move(cases)};
-  }();
-  return data;
+const testing::OracleCases& oracle() {
+  return testing::oracle_cases();
 }
 
 FbankOptions options_from_kwargs(const json& kw) {

@@ -33,19 +33,8 @@ using testing::bit_equal;
 constexpr double kEps = 0x1p-23;  // float32 machine epsilon
 constexpr float kInf = std::numeric_limits<float>::infinity();
 
-struct Oracle {
-  io::SafeTensorsFile file;
-  json cases;
-};
-
-const Oracle& oracle() {
-  static const Oracle data = [] {
-    io::SafeTensorsFile file =
-        io::SafeTensorsFile::open(testing::oracle_dir() / "cases.safetensors");
-    json cases = json::parse(file.metadata().at("cases"));
-    return Oracle{std::move(file), std::move(cases)};
-  }();
-  return data;
+const testing::OracleCases& oracle() {
+  return testing::oracle_cases();
 }
 
 Tensor get(const std::string& name) {

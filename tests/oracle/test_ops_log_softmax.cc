@@ -17,19 +17,8 @@ namespace {
 
 using nlohmann::json;
 
-struct OracleData {
-  io::SafeTensorsFile file;
-  json cases;
-};
-
-const OracleData& oracle() {
-  static const OracleData data = [] {
-    io::SafeTensorsFile file =
-        io::SafeTensorsFile::open(testing::oracle_dir() / "cases.safetensors");
-    json cases = json::parse(file.metadata().at("cases"));
-    return OracleData{std::move(file), std::move(cases)};
-  }();
-  return data;
+const testing::OracleCases& oracle() {
+  return testing::oracle_cases();
 }
 
 // Infinite entries must match exactly (a masked logit stays -inf); finite

@@ -44,19 +44,8 @@ constexpr float kEncoderAtol = 5e-5f;
 constexpr float kLogProbAtol = 5e-5f;
 constexpr float kLogProbRtol = 0.0f;
 
-struct OracleData {
-  io::SafeTensorsFile file;
-  json cases;
-};
-
-const OracleData& oracle() {
-  static const OracleData data = [] {
-    io::SafeTensorsFile file =
-        io::SafeTensorsFile::open(testing::oracle_dir() / "cases.safetensors");
-    json cases = json::parse(file.metadata().at("cases"));
-    return OracleData{std::move(file), std::move(cases)};
-  }();
-  return data;
+const testing::OracleCases& oracle() {
+  return testing::oracle_cases();
 }
 
 Tensor role(const json& c, const std::string& name) {

@@ -30,19 +30,8 @@ using nlohmann::json;
 using testing::all_close;
 using testing::bit_equal;
 
-struct Oracle {
-  io::SafeTensorsFile file;
-  json cases;
-};
-
-const Oracle& oracle() {
-  static const Oracle data = [] {
-    io::SafeTensorsFile file =
-        io::SafeTensorsFile::open(testing::oracle_dir() / "cases.safetensors");
-    json cases = json::parse(file.metadata().at("cases"));
-    return Oracle{std::move(file), std::move(cases)};
-  }();
-  return data;
+const testing::OracleCases& oracle() {
+  return testing::oracle_cases();
 }
 
 Tensor get(const std::string& name) {

@@ -21,6 +21,15 @@ std::filesystem::path oracle_dir() {
   return dir;
 }
 
+const OracleCases& oracle_cases() {
+  static const OracleCases data = [] {
+    io::SafeTensorsFile file = io::SafeTensorsFile::open(oracle_dir() / "cases.safetensors");
+    nlohmann::json cases = nlohmann::json::parse(file.metadata().at("cases"));
+    return OracleCases{std::move(file), std::move(cases)};
+  }();
+  return data;
+}
+
 TempDir::TempDir() {
   std::random_device rd;
   path_ = std::filesystem::temp_directory_path() /
@@ -36,8 +45,8 @@ TempDir::~TempDir() {
 ::testing::AssertionResult all_close(const Tensor& actual, const Tensor& expected, float atol,
                                      float rtol) {
   if (actual.shape() != expected.shape()) {
-    return ::testing::AssertionFailure() << "shape " << shape_str(actual.shape())
-                                         << " != expected " << shape_str(expected.shape());
+    return ::testing::AssertionFailure() << "shape " << shape_str(actual.shape()) << " != expected "
+                                         << shape_str(expected.shape());
   }
   const Tensor a = actual.to(Device::cpu()).to(DType::kF32).contiguous();
   const Tensor e = expected.to(Device::cpu()).to(DType::kF32).contiguous();

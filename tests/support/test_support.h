@@ -7,18 +7,29 @@
 #include <filesystem>
 #include <string>
 
+#include <nlohmann/json.hpp>
+
 #include "core/tensor.h"
+#include "io/safetensors.h"
 
 namespace oasr::testing {
 
 // Skips the current test when no GPU is visible (CI has none).
-#define OASR_SKIP_WITHOUT_CUDA()                                      \
-  do {                                                                \
+#define OASR_SKIP_WITHOUT_CUDA()                                     \
+  do {                                                               \
     if (!::oasr::cuda_available()) GTEST_SKIP() << "no CUDA device"; \
   } while (0)
 
 // The directory an oracle generator wrote (env OASR_ORACLE_DIR, set by ctest).
 std::filesystem::path oracle_dir();
+
+// The oracle's cases.safetensors and its "cases" metadata (a JSON string the
+// generator wrote), opened once per test binary.
+struct OracleCases {
+  io::SafeTensorsFile file;
+  nlohmann::json cases;
+};
+const OracleCases& oracle_cases();
 
 // A fresh directory under the build tree, removed when the object dies.
 class TempDir {

@@ -50,12 +50,15 @@ TEST(Module, PathsAndNamedParametersInRegistrationOrder) {
   auto params = root->named_parameters();
   std::vector<std::string> names;
   for (auto& [n, s] : params) names.push_back(n);
-  const std::vector<std::string> expected = {
-      "scale",
-      "encoder.encoders.0.ff.w_1.weight", "encoder.encoders.0.ff.w_1.bias",
-      "encoder.encoders.0.ff.w_2.weight", "encoder.encoders.0.ff.w_2.bias",
-      "encoder.encoders.1.ff.w_1.weight", "encoder.encoders.1.ff.w_1.bias",
-      "encoder.encoders.1.ff.w_2.weight", "encoder.encoders.1.ff.w_2.bias"};
+  const std::vector<std::string> expected = {"scale",
+                                             "encoder.encoders.0.ff.w_1.weight",
+                                             "encoder.encoders.0.ff.w_1.bias",
+                                             "encoder.encoders.0.ff.w_2.weight",
+                                             "encoder.encoders.0.ff.w_2.bias",
+                                             "encoder.encoders.1.ff.w_1.weight",
+                                             "encoder.encoders.1.ff.w_1.bias",
+                                             "encoder.encoders.1.ff.w_2.weight",
+                                             "encoder.encoders.1.ff.w_2.bias"};
   EXPECT_EQ(names, expected);
   auto modules = root->named_modules();
   ASSERT_EQ(modules.size(), 1u + 1 + 1 + 2 * 4);
@@ -93,7 +96,8 @@ TEST(Module, StrictLoadFillsEverySlot) {
     EXPECT_TRUE(testing::bit_equal(slot->value, state[name])) << name;
   }
   auto* w1 = root->child("encoder")->child("encoders")->child("0")->child("ff")->child("w_1");
-  EXPECT_EQ(w1->param("weight").item_float({7, 3}), state["encoder.encoders.0.ff.w_1.weight"].item_float({7, 3}));
+  EXPECT_EQ(w1->param("weight").item_float({7, 3}),
+            state["encoder.encoders.0.ff.w_1.weight"].item_float({7, 3}));
 }
 
 TEST(Module, StrictLoadReportsEveryDefectAtOnce) {
@@ -104,20 +108,21 @@ TEST(Module, StrictLoadReportsEveryDefectAtOnce) {
   state["encoder.encoders.0.ff.extra"] = Tensor::full({2}, 1.f);             // unexpected
   state["encoder.encoders.1.ff.w_1.weight"] = Tensor::full({4, 8}, 1.f);     // wrong shape
   state["encoder.encoders.1.ff.w_1.bias"] = Tensor::zeros({8}, DType::kI8);  // wrong dtype
-  state["scale"] = Tensor::full({1}, 1.f, DType::kF16);                      // exact slot: wrong dtype
+  state["scale"] = Tensor::full({1}, 1.f, DType::kF16);  // exact slot: wrong dtype
   try {
     root->load_state_dict(MapTensorSource(state));
     FAIL() << "load accepted a mismatching checkpoint";
   } catch (const Error& e) {
     const std::string msg = e.what();
     EXPECT_EQ(e.code(), ErrorCode::kInvalidArgument);
-    EXPECT_NE(msg.find("2 missing, 1 unexpected, 3 with the wrong shape or dtype"), std::string::npos)
+    EXPECT_NE(msg.find("2 missing, 1 unexpected, 3 with the wrong shape or dtype"),
+              std::string::npos)
         << msg;
-    for (const char* name : {"encoder.encoders.0.ff.w_1.bias", "encoder.encoders.1.ff.w_2.weight",
-                             "encoder.encoders.0.ff.extra",
-                             "encoder.encoders.1.ff.w_1.weight: shape [4, 8], expected [8, 4]",
-                             "encoder.encoders.1.ff.w_1.bias: dtype int8",
-                             "scale: dtype float16, expected float32"}) {
+    for (const char* name :
+         {"encoder.encoders.0.ff.w_1.bias", "encoder.encoders.1.ff.w_2.weight",
+          "encoder.encoders.0.ff.extra",
+          "encoder.encoders.1.ff.w_1.weight: shape [4, 8], expected [8, 4]",
+          "encoder.encoders.1.ff.w_1.bias: dtype int8", "scale: dtype float16, expected float32"}) {
       EXPECT_NE(msg.find(name), std::string::npos) << "missing '" << name << "' in:\n" << msg;
     }
   }
@@ -170,8 +175,7 @@ TEST(Module, LoadsFromSafetensorsCheckpoint) {
   testing::TempDir dir;
   std::vector<std::pair<std::string, Tensor>> tensors(state.begin(), state.end());
   io::save_safetensors(dir.path() / "model.safetensors", tensors);
-  root->load_state_dict(
-      CheckpointTensorSource(io::SafeTensorsCheckpoint::open(dir.path())));
+  root->load_state_dict(CheckpointTensorSource(io::SafeTensorsCheckpoint::open(dir.path())));
   for (auto& [name, slot] : root->named_parameters()) {
     EXPECT_TRUE(testing::bit_equal(slot->value, state[name])) << name;
   }
