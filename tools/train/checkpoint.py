@@ -151,3 +151,30 @@ def restore_optimizer(optimizer, model: torch.nn.Module, moments: Dict[str, torc
         }
         restored += 1
     return restored
+
+
+def shrink_for_carry(src_dir: str, dst_dir: str) -> int:
+    """Copies a checkpoint's model with floating weights in fp16 and without
+    optimizer state, to fit the GPU machine's upload limit (a 10 M model is
+    40 MB in fp32). The global CMVN buffers stay fp32: rounding them shifts
+    every feature. Returns the bytes written."""
+    meta, state, _ = load_checkpoint(src_dir)
+    small = {k: (v if "global_cmvn" in k or not v.is_floating_point() else v.half())
+             for k, v in state.items()}
+    os.makedirs(dst_dir, exist_ok=True)
+    for old in os.listdir(dst_dir):
+        if old.endswith(".safetensors") or old == "checkpoint.json":
+            os.remove(os.path.join(dst_dir, old))
+    files = {"model": _write_sharded(dst_dir, "model", small)}
+    with open(os.path.join(dst_dir, "checkpoint.json"), "w") as f:
+        json.dump(dict(meta, files=files), f, indent=1)
+    return sum(os.path.getsize(os.path.join(dst_dir, n)) for n in files["model"])
+
+
+if __name__ == "__main__":
+    import argparse
+    parser = argparse.ArgumentParser(description="checkpoint utilities")
+    parser.add_argument("--shrink", nargs=2, metavar=("SRC", "DST"), required=True,
+                        help="write SRC's model as fp16 (CMVN fp32), without optimizer, to DST")
+    args = parser.parse_args()
+    print(f"wrote {shrink_for_carry(*args.shrink)} bytes to {args.shrink[1]}")
