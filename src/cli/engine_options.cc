@@ -1,5 +1,7 @@
 #include "cli/engine_options.h"
 
+#include <cmath>
+
 namespace oasr::cli {
 
 void add_quantization_flags(CLI::App& app, QuantizationFlags& flags) {
@@ -21,14 +23,17 @@ quant::QuantizationConfig QuantizationFlags::to_config() const {
 
 void add_engine_flags(CLI::App& app, EngineFlags& flags) {
   app.add_option("--ckpt-dir", flags.ckpt_dir,
-                 "checkpoint directory: native oasr, or a WeNet experiment (train.yaml, final.pt)")
+                 "checkpoint directory: native oasr, a WeNet experiment (train.yaml, final.pt), or "
+                 "a Whisper model in Hugging Face layout (config.json, model.safetensors)")
       ->required();
   app.add_option("--device", flags.device, "cpu (cuda arrives with the CUDA backend)");
   app.add_option("--max-batch-size", flags.max_batch_size, "utterances per batch (default 8)");
-  app.add_option("--decode-method", flags.decode_method,
-                 "ctc_greedy_search | ctc_prefix_beam_search | attention_rescoring "
-                 "(default: attention_rescoring)");
-  app.add_option("--beam-size", flags.beam_size, "prefix beam size (default 10)");
+  app.add_option("--decode-method,--decoding-method", flags.decode_method,
+                 "U2++: ctc_greedy_search | ctc_prefix_beam_search | attention_rescoring "
+                 "(default: attention_rescoring); Whisper: greedy_search | beam_search "
+                 "(default: greedy_search)");
+  app.add_option("--beam-size", flags.beam_size,
+                 "U2++: prefix beam size (default 10); Whisper beam_search: beams (default 5)");
   app.add_option("--ctc-weight", flags.ctc_weight,
                  "weight of the CTC score in attention rescoring (default 0)");
   app.add_option("--reverse-weight", flags.reverse_weight,
@@ -37,6 +42,9 @@ void add_engine_flags(CLI::App& app, EngineFlags& flags) {
                  "decode chunk by chunk with this many encoder frames per chunk (-1: offline)");
   app.add_option("--left-chunks", flags.left_chunks,
                  "chunks of history kept in the attention cache (-1: all)");
+  app.add_option("--length-penalty", flags.length_penalty,
+                 "Whisper beam_search: a finished hypothesis scores sum_logprobs / "
+                 "length ^ length_penalty (default 1.0)");
   add_quantization_flags(app, flags.quantization);
 }
 
@@ -51,6 +59,7 @@ engine::EngineConfig EngineFlags::to_config() const {
   if (reverse_weight != -1.0) config.decode.reverse_weight = reverse_weight;
   if (chunk_size != 0) config.decode.chunk_size = chunk_size;
   if (left_chunks != -2) config.decode.left_chunks = left_chunks;
+  if (!std::isnan(length_penalty)) config.decode.length_penalty = length_penalty;
   config.quantization = quantization.to_config();
   return config;
 }

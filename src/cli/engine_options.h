@@ -5,6 +5,7 @@
 
 #include <CLI/CLI.hpp>
 
+#include <limits>
 #include <memory>
 #include <string>
 #include <vector>
@@ -33,13 +34,15 @@ struct EngineFlags {
   double reverse_weight = -1.0;
   int64_t chunk_size = 0;  // 0: not given
   int64_t left_chunks = -2;
+  double length_penalty = std::numeric_limits<double>::quiet_NaN();  // NaN: not given
   QuantizationFlags quantization;
 
   engine::EngineConfig to_config() const;
 };
 
-// Registers --ckpt-dir, --device, --max-batch-size, --decode-method,
-// --beam-size, --ctc-weight, --reverse-weight, --chunk-size, --left-chunks,
+// Registers --ckpt-dir, --device, --max-batch-size, --decode-method (alias
+// --decoding-method), --beam-size, --ctc-weight, --reverse-weight,
+// --chunk-size, --left-chunks (U2++), --length-penalty (Whisper),
 // --quantization, --quantization-option.
 void add_engine_flags(CLI::App& app, EngineFlags& flags);
 

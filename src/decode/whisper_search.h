@@ -1,0 +1,102 @@
+// Whisper decoding as Hugging Face transformers 4.46.3 does it for short-form
+// transcription without timestamps (WhisperForConditionalGeneration.generate
+// with num_beams 1 -> GenerationMixin._sample, num_beams > 1 ->
+// _beam_search + BeamSearchScorer), result for result:
+//
+//  - every row starts from the forced prompt (<|startoftranscript|>
+//    [<|lang|> <|transcribe|>] <|notimestamps|>), fed to the decoder at once;
+//  - SuppressTokensLogitsProcessor: suppress_tokens get -inf at every step;
+//    SuppressTokensAtBeginLogitsProcessor: begin_suppress_tokens get -inf at
+//    the first generated position only (input length == prompt length);
+//  - greedy: argmax of the processed logits, ties to the lowest index as
+//    torch.argmax; a row stops at eos, the batch at max_length total tokens
+//    (prompt included) or when every row has stopped;
+//  - beam search: log_softmax of the logits, then the processors, plus the
+//    running beam score (float32, as torch adds them); the first beam starts
+//    at 0 and the others at -1e9; per utterance the 2 * num_beams best of
+//    num_beams * V candidates in torch's CPU topk order; an eos candidate
+//    ranked below num_beams is dropped, one ranked within becomes a finished
+//    hypothesis scored sum_logprobs / generated_len ^ length_penalty, where
+//    generated_len counts the tokens after the prompt, eos included; the
+//    utterance is done by BeamHypotheses.is_done (early_stopping false: the
+//    heuristic best_running_score / (cur_len - prompt_len) ^ length_penalty;
+//    true; "never"); at max_length the running beams join the finished ones
+//    with generated_len = their length after the prompt (no eos), and the
+//    best scored hypothesis wins (among equal scores the last one added, as
+//    Python's stable sorted + pop()).
+//
+// The search drives an abstract decoder step (logits for the next token of
+// every row, and a row reorder for beam search), so it runs against the real
+// model (engine/whisper_recognizer) and against fixed tables in tests.
+#pragma once
+
+#include <cstdint>
+#include <span>
+#include <string>
+#include <vector>
+
+#include "core/tensor.h"
+
+namespace oasr::decode {
+
+// One decoder: rows are independent sequences sharing nothing but weights
+// (each with its own self-attention cache and its own encoder output row).
+// Row layout for a batch of B utterances searched with K beams: row
+// b * K + k is beam k of utterance b (K = 1 for greedy).
+class WhisperDecoderStep {
+ public:
+  virtual ~WhisperDecoderStep() = default;
+  // tokens int64 [R, n]: n new tokens for every row (the prompt on the first
+  // call, one token afterwards), appended after what each row has seen so
+  // far. Returns float32 logits [R, V] for the token after the last one.
+  virtual Tensor step(const Tensor& tokens) = 0;
+  // Row r continues the sequence of row source_rows[r] (R entries).
+  virtual void reorder(std::span<const int64_t> source_rows) = 0;
+};
+
+// GenerationConfig.early_stopping of BeamSearchScorer: false (the default,
+// a heuristic), true (stop once num_beams hypotheses are finished), "never".
+enum class BeamEarlyStopping { kHeuristic, kWhenFull, kNever };
+const char* beam_early_stopping_name(BeamEarlyStopping mode);  // "false", "true", "never"
+
+struct WhisperSearchOptions {
+  std::vector<int64_t> prompt;  // the forced decoder input ids, at least one
+  int64_t eos_token_id = -1;
+  int64_t pad_token_id = -1;  // what a finished greedy row is fed
+  std::vector<int64_t> suppress_tokens;
+  std::vector<int64_t> begin_suppress_tokens;
+  int64_t max_length = 448;  // total tokens, prompt included
+  int64_t num_beams = 1;     // 1: greedy search
+  double length_penalty = 1.0;
+  BeamEarlyStopping early_stopping = BeamEarlyStopping::kHeuristic;
+
+  // kInvalidArgument naming the field: empty prompt, max_length not above the
+  // prompt length, num_beams < 1, negative token ids.
+  void validate() const;
+  std::string dump() const;
+};
+
+struct WhisperHypothesis {
+  std::vector<int64_t> tokens;  // generated after the prompt, eos excluded
+  bool reached_eos = false;     // false: stopped at max_length
+  // Beam search: HF's sequences_scores (sum_logprobs / generated_len ^
+  // length_penalty). Greedy: the sum of the chosen tokens' log-probabilities
+  // (log_softmax of the unprocessed logits), eos included.
+  double score = 0.0;
+};
+
+// Decodes `batch` utterances through `step`, which must hold batch *
+// num_beams rows in the layout above. One hypothesis per utterance.
+std::vector<WhisperHypothesis> whisper_search(WhisperDecoderStep& step, int64_t batch,
+                                              const WhisperSearchOptions& options);
+
+std::vector<WhisperHypothesis> whisper_greedy_search(WhisperDecoderStep& step, int64_t batch,
+                                                     const WhisperSearchOptions& options);
+std::vector<WhisperHypothesis> whisper_beam_search(WhisperDecoderStep& step, int64_t batch,
+                                                   const WhisperSearchOptions& options);
+
+// The index of the largest value, the lowest one among equals; a NaN ranks
+// above every number (torch.argmax on the CPU).
+int64_t torch_argmax(std::span<const float> row);
+
+}  // namespace oasr::decode

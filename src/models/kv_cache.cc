@@ -1,0 +1,160 @@
+#include "models/kv_cache.h"
+
+#include <algorithm>
+#include <cstring>
+
+#include "core/error.h"
+
+namespace oasr::models {
+
+KvCache::KvCache(const Layout& layout) : layout_(layout) {
+  OASR_CHECK(layout.layers > 0 && layout.heads > 0 && layout.head_dim > 0 && layout.rows > 0 &&
+                 layout.capacity_tokens > 0,
+             kInvalidArgument,
+             "KV cache: layers, heads, head_dim, rows and capacity_tokens must all be positive, "
+             "got layers=",
+             layout.layers, " heads=", layout.heads, " head_dim=", layout.head_dim,
+             " rows=", layout.rows, " capacity_tokens=", layout.capacity_tokens);
+  OASR_CHECK(layout.dtype == DType::kF32, kUnsupported, "KV cache: storage dtype ",
+             dtype_name(layout.dtype),
+             " is not served yet (float32 only); create the cache with dtype float32");
+  const Shape shape = {layout.layers, layout.rows, layout.capacity_tokens, layout.heads,
+                       layout.head_dim};
+  keys_ = Tensor::empty(shape, layout.dtype);
+  values_ = Tensor::empty(shape, layout.dtype);
+  layer_tokens_.assign(static_cast<size_t>(layout.layers), 0);
+}
+
+int64_t KvCache::bytes() const {
+  return static_cast<int64_t>(keys_.nbytes() + values_.nbytes());
+}
+
+void KvCache::check_layer(int64_t layer, const char* what) const {
+  OASR_CHECK(layer >= 0 && layer < layout_.layers, kInvalidArgument, "KV cache ", what, ": layer ",
+             layer, " is out of range (the cache has ", layout_.layers, " layers)");
+}
+
+int64_t KvCache::tokens(int64_t layer) const {
+  check_layer(layer, "tokens");
+  return layer_tokens_[static_cast<size_t>(layer)];
+}
+
+void KvCache::append(int64_t layer, const Tensor& keys, const Tensor& values) {
+  check_layer(layer, "append");
+  const int64_t rows = layout_.rows;
+  const int64_t width = token_elements();
+  auto valid = [&](const Tensor& t) {
+    if (!t.defined() || t.dtype() != DType::kF32 || t.dim() < 3 || t.size(0) != rows) return false;
+    if (t.dim() == 3) return t.size(2) == width;
+    return t.dim() == 4 && t.size(2) == layout_.heads && t.size(3) == layout_.head_dim;
+  };
+  OASR_CHECK(valid(keys) && valid(values) && keys.shape() == values.shape(), kInvalidArgument,
+             "KV cache append (layer ", layer, "): keys and values must be float32 [", rows,
+             ", n, ", layout_.heads, ", ", layout_.head_dim, "] or [", rows, ", n, ", width,
+             "] with the same shape, got keys ",
+             keys.defined() ? keys.str() : std::string("undefined"), " and values ",
+             values.defined() ? values.str() : std::string("undefined"));
+  const int64_t n = keys.size(1);
+  const int64_t start = layer_tokens_[static_cast<size_t>(layer)];
+  OASR_CHECK(start + n <= layout_.capacity_tokens, kInvalidArgument, "KV cache is full: layer ",
+             layer, " holds ", start, " tokens and ", n, " more would exceed its capacity of ",
+             layout_.capacity_tokens,
+             " tokens; create the cache with a larger capacity (or stop decoding earlier)");
+  if (n == 0) return;
+  const Tensor k = keys.contiguous();
+  const Tensor v = values.contiguous();
+  const size_t run = static_cast<size_t>(n * width) * sizeof(float);
+  for (int64_t r = 0; r < rows; ++r) {
+    const int64_t offset = layer * layer_elements() + r * row_elements() + start * width;
+    std::memcpy(keys_.data<float>() + offset, k.data<float>() + r * n * width, run);
+    std::memcpy(values_.data<float>() + offset, v.data<float>() + r * n * width, run);
+  }
+  layer_tokens_[static_cast<size_t>(layer)] = start + n;
+}
+
+KvCache::View KvCache::read(int64_t layer) const {
+  check_layer(layer, "read");
+  const int64_t count = layer_tokens_[static_cast<size_t>(layer)];
+  const int64_t rows = layout_.rows;
+  const int64_t heads = layout_.heads;
+  const int64_t dim = layout_.head_dim;
+  // [row][token][head][head_dim] -> [row][head][token][head_dim], one
+  // head_dim run at a time.
+  auto gather = [&](const Tensor& store) {
+    Tensor out = Tensor::empty({rows, heads, count, dim}, DType::kF32);
+    const float* src = store.data<float>() + layer * layer_elements();
+    float* dst = out.data<float>();
+    const size_t run = static_cast<size_t>(dim) * sizeof(float);
+    for (int64_t r = 0; r < rows; ++r) {
+      for (int64_t t = 0; t < count; ++t) {
+        const float* token = src + r * row_elements() + t * token_elements();
+        for (int64_t h = 0; h < heads; ++h) {
+          std::memcpy(dst + ((r * heads + h) * count + t) * dim, token + h * dim, run);
+        }
+      }
+    }
+    return out;
+  };
+  return {gather(keys_), gather(values_)};
+}
+
+void KvCache::commit() {
+  const int64_t count = layer_tokens_.front();
+  for (int64_t l = 0; l < layout_.layers; ++l) {
+    OASR_CHECK(layer_tokens_[static_cast<size_t>(l)] == count, kInternal,
+               "KV cache commit: layers hold different token counts (layer 0: ", count, ", layer ",
+               l, ": ", layer_tokens_[static_cast<size_t>(l)],
+               "); every layer must append the same tokens in a step");
+  }
+  length_ = count;
+}
+
+void KvCache::rollback() {
+  std::fill(layer_tokens_.begin(), layer_tokens_.end(), length_);
+}
+
+void KvCache::clear() {
+  length_ = 0;
+  std::fill(layer_tokens_.begin(), layer_tokens_.end(), 0);
+}
+
+void KvCache::reorder_rows(std::span<const int64_t> source_rows) {
+  const int64_t rows = layout_.rows;
+  OASR_CHECK(static_cast<int64_t>(source_rows.size()) == rows, kInvalidArgument,
+             "KV cache reorder_rows: got ", source_rows.size(), " source rows for a cache of ",
+             rows, " rows (one source per row)");
+  for (size_t r = 0; r < source_rows.size(); ++r) {
+    OASR_CHECK(source_rows[r] >= 0 && source_rows[r] < rows, kInvalidArgument,
+               "KV cache reorder_rows: source_rows[", r, "] = ", source_rows[r],
+               " is not a row of the cache (0..", rows - 1, ")");
+  }
+  OASR_CHECK(std::all_of(layer_tokens_.begin(), layer_tokens_.end(),
+                         [&](int64_t t) { return t == length_; }),
+             kInvalidArgument,
+             "KV cache reorder_rows: the current step has uncommitted tokens; commit() or "
+             "rollback() first");
+  bool identity = true;
+  for (int64_t r = 0; r < rows; ++r) identity = identity && source_rows[r] == r;
+  if (identity || length_ == 0) return;
+  // Only the committed tokens of each row move; a row may be copied to
+  // several rows, so the sources are read from a snapshot of the layer.
+  const size_t run = static_cast<size_t>(length_ * token_elements()) * sizeof(float);
+  std::vector<float> snapshot(static_cast<size_t>(rows * length_ * token_elements()));
+  for (Tensor* store : {&keys_, &values_}) {
+    for (int64_t l = 0; l < layout_.layers; ++l) {
+      float* base = store->data<float>() + l * layer_elements();
+      for (int64_t r = 0; r < rows; ++r) {
+        std::memcpy(snapshot.data() + r * length_ * token_elements(), base + r * row_elements(),
+                    run);
+      }
+      for (int64_t r = 0; r < rows; ++r) {
+        std::memcpy(
+            base + r * row_elements(),
+            snapshot.data() + source_rows[static_cast<size_t>(r)] * length_ * token_elements(),
+            run);
+      }
+    }
+  }
+}
+
+}  // namespace oasr::models

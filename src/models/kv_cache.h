@@ -1,0 +1,102 @@
+// KvCache: an autoregressive decoder's self-attention keys and values (the
+// Whisper decoder's), as one component with an explicit layout and a fixed
+// capacity, so that a different storage (the fp8 KV cache of a later issue:
+// e4m3 values plus one scale per (token, head)) changes this class and not
+// the decoder.
+//
+// Layout. Keys and values are two separate buffers, each
+//
+//     [layer][row][token][head][head_dim]          (row-major, dtype = Layout::dtype)
+//
+// of layers x rows x capacity_tokens x heads x head_dim elements, reserved
+// at construction and never grown. A "row" is one decoding hypothesis (a beam
+// or a batch entry); all rows hold the same number of tokens. Token-major
+// inside a row keeps one token's heads together, which is what a per-(token,
+// head) fp8 scale needs and what an append writes in one contiguous run.
+//
+// One decode step of n tokens:
+//
+//     for each layer l:
+//       cache.append(l, k, v);           // k, v [rows, n, heads, head_dim] (or [rows, n,
+//       heads*head_dim]) KvCache::View kv = cache.read(l);  // tokens [0, length() + n): the past
+//       and the new ones
+//       ... attention ...
+//     cache.commit();                    // length() += n (every layer must have appended n)
+//
+// rollback() drops the uncommitted tokens of a failed step. The decoder never
+// touches the buffers: it appends and reads float32 through this interface.
+#pragma once
+
+#include <cstdint>
+#include <span>
+#include <vector>
+
+#include "core/tensor.h"
+
+namespace oasr::models {
+
+class KvCache {
+ public:
+  struct Layout {
+    int64_t layers = 0;
+    int64_t heads = 0;
+    int64_t head_dim = 0;
+    int64_t rows = 0;
+    int64_t capacity_tokens = 0;  // tokens per row, fixed at creation
+    DType dtype = DType::kF32;    // storage dtype; float32 is served today
+  };
+
+  // Reserves the storage; refuses non-positive sizes and an unserved dtype.
+  explicit KvCache(const Layout& layout);
+
+  const Layout& layout() const { return layout_; }
+  int64_t length() const { return length_; }  // tokens committed (same for all rows)
+  int64_t capacity() const { return layout_.capacity_tokens; }
+  int64_t rows() const { return layout_.rows; }
+  int64_t bytes() const;  // storage reserved for keys and values together
+
+  // Writes n new tokens of `layer` after the ones it already holds (the
+  // committed ones plus any appended earlier in this step). keys / values:
+  // float32 [rows, n, heads, head_dim] or [rows, n, heads * head_dim]. Refuses
+  // a write past the capacity, naming it.
+  void append(int64_t layer, const Tensor& keys, const Tensor& values);
+
+  // Tokens [0, tokens(layer)) of `layer` as float32 [rows, heads, tokens,
+  // head_dim] (contiguous, one batched GEMM operand per row and head). With a
+  // float32 store these are copies in the attention's order; an fp8 store
+  // would dequantize here.
+  struct View {
+    Tensor keys;
+    Tensor values;
+  };
+  View read(int64_t layer) const;
+  int64_t tokens(int64_t layer) const;  // committed + appended this step
+
+  // Ends a step: every layer must hold the same number of tokens; length()
+  // becomes that number.
+  void commit();
+  // Forgets what was appended since the last commit (a failed step).
+  void rollback();
+  // Empties the cache for the next utterance (the storage stays reserved).
+  void clear();
+
+  // Beam search: afterwards row r holds what row source_rows[r] held before
+  // (for every layer, keys and values). source_rows has one entry per row,
+  // each in [0, rows); a row may be the source of several rows. Refused with
+  // uncommitted tokens.
+  void reorder_rows(std::span<const int64_t> source_rows);
+
+ private:
+  int64_t token_elements() const { return layout_.heads * layout_.head_dim; }
+  int64_t row_elements() const { return layout_.capacity_tokens * token_elements(); }
+  int64_t layer_elements() const { return layout_.rows * row_elements(); }
+  void check_layer(int64_t layer, const char* what) const;
+
+  Layout layout_;
+  Tensor keys_;    // [layers, rows, capacity, heads, head_dim]
+  Tensor values_;  // same
+  int64_t length_ = 0;
+  std::vector<int64_t> layer_tokens_;  // per layer: committed + appended this step
+};
+
+}  // namespace oasr::models

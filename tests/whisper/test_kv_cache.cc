@@ -1,0 +1,196 @@
+// KvCache (src/models/kv_cache.h): the layout it documents, its capacity
+// refusal, the step protocol (append / read / commit / rollback), bytes(),
+// and reorder_rows' semantics (row r takes source row source_rows[r]),
+// checked element by element against values the test wrote.
+#include <gtest/gtest.h>
+
+#include <string>
+#include <vector>
+
+#include "core/error.h"
+#include "models/kv_cache.h"
+
+namespace oasr {
+namespace {
+
+using models::KvCache;
+
+KvCache::Layout small_layout() {
+  KvCache::Layout layout;
+  layout.layers = 2;
+  layout.heads = 3;
+  layout.head_dim = 4;
+  layout.rows = 3;
+  layout.capacity_tokens = 5;
+  return layout;
+}
+
+// A value that names its coordinates: which tensor (0 keys, 1 values),
+// layer, row, token position, head, channel.
+float tag(int kind, int64_t layer, int64_t row, int64_t token, int64_t head, int64_t d) {
+  return static_cast<float>(kind * 100000 + layer * 10000 + row * 1000 + token * 100 + head * 10 +
+                            d);
+}
+
+// [rows, n, heads * head_dim] for positions [start, start + n) of `layer`.
+Tensor tagged(int kind, const KvCache::Layout& l, int64_t layer, int64_t start, int64_t n,
+              const std::vector<int64_t>& row_ids = {}) {
+  Tensor t = Tensor::empty({l.rows, n, l.heads * l.head_dim}, DType::kF32);
+  float* p = t.data<float>();
+  for (int64_t r = 0; r < l.rows; ++r) {
+    const int64_t id = row_ids.empty() ? r : row_ids[static_cast<size_t>(r)];
+    for (int64_t i = 0; i < n; ++i) {
+      for (int64_t h = 0; h < l.heads; ++h) {
+        for (int64_t d = 0; d < l.head_dim; ++d) {
+          *p++ = tag(kind, layer, id, start + i, h, d);
+        }
+      }
+    }
+  }
+  return t;
+}
+
+void append_step(KvCache& cache, int64_t n) {
+  const KvCache::Layout& l = cache.layout();
+  for (int64_t layer = 0; layer < l.layers; ++layer) {
+    cache.append(layer, tagged(0, l, layer, cache.length(), n),
+                 tagged(1, l, layer, cache.length(), n));
+  }
+  cache.commit();
+}
+
+// Checks read(layer) against tag(): row r must hold source row row_source[r].
+void expect_contents(const KvCache& cache, const std::vector<int64_t>& row_source) {
+  const KvCache::Layout& l = cache.layout();
+  for (int64_t layer = 0; layer < l.layers; ++layer) {
+    const KvCache::View kv = cache.read(layer);
+    ASSERT_EQ(kv.keys.shape(), (Shape{l.rows, l.heads, cache.length(), l.head_dim}));
+    ASSERT_EQ(kv.values.shape(), kv.keys.shape());
+    for (int64_t r = 0; r < l.rows; ++r) {
+      for (int64_t h = 0; h < l.heads; ++h) {
+        for (int64_t t = 0; t < cache.length(); ++t) {
+          for (int64_t d = 0; d < l.head_dim; ++d) {
+            const int64_t src = row_source[static_cast<size_t>(r)];
+            ASSERT_EQ(kv.keys.item_float({r, h, t, d}), tag(0, layer, src, t, h, d));
+            ASSERT_EQ(kv.values.item_float({r, h, t, d}), tag(1, layer, src, t, h, d));
+          }
+        }
+      }
+    }
+  }
+}
+
+void expect_error(const std::function<void()>& fn, const std::string& needle) {
+  try {
+    fn();
+    ADD_FAILURE() << "no error; expected one mentioning '" << needle << "'";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find(needle), std::string::npos) << e.what();
+  }
+}
+
+TEST(WhisperKvCache, BytesAreTheReservedLayout) {
+  const KvCache cache(small_layout());
+  // keys + values, each layers * rows * capacity * heads * head_dim float32.
+  EXPECT_EQ(cache.bytes(), 2 * 2 * 3 * 5 * 3 * 4 * 4);
+  EXPECT_EQ(cache.length(), 0);
+  EXPECT_EQ(cache.capacity(), 5);
+}
+
+TEST(WhisperKvCache, AppendReadCommitAndLength) {
+  KvCache cache(small_layout());
+  const KvCache::Layout l = cache.layout();
+  // A step in progress: layer 0 sees its new tokens before the commit.
+  cache.append(0, tagged(0, l, 0, 0, 2), tagged(1, l, 0, 0, 2));
+  EXPECT_EQ(cache.tokens(0), 2);
+  EXPECT_EQ(cache.tokens(1), 0);
+  EXPECT_EQ(cache.read(0).keys.size(2), 2);
+  EXPECT_EQ(cache.length(), 0);
+  // Committing with layers out of step is refused.
+  EXPECT_THROW(cache.commit(), Error);
+  cache.append(1, tagged(0, l, 1, 0, 2), tagged(1, l, 1, 0, 2));
+  cache.commit();
+  EXPECT_EQ(cache.length(), 2);
+  // The [rows, n, heads, head_dim] form of the same data is accepted too.
+  for (int64_t layer = 0; layer < 2; ++layer) {
+    cache.append(layer, tagged(0, l, layer, 2, 1).view({3, 1, 3, 4}),
+                 tagged(1, l, layer, 2, 1).view({3, 1, 3, 4}));
+  }
+  cache.commit();
+  EXPECT_EQ(cache.length(), 3);
+  expect_contents(cache, {0, 1, 2});
+}
+
+TEST(WhisperKvCache, RefusesOverflowNamingTheCapacity) {
+  KvCache cache(small_layout());
+  append_step(cache, 4);
+  const KvCache::Layout l = cache.layout();
+  expect_error([&] { cache.append(0, tagged(0, l, 0, 4, 2), tagged(1, l, 0, 4, 2)); },
+               "capacity of 5 tokens");
+  EXPECT_EQ(cache.tokens(0), 4);  // nothing was written
+  append_step(cache, 1);          // exactly full is fine
+  EXPECT_EQ(cache.length(), 5);
+  expect_contents(cache, {0, 1, 2});
+}
+
+TEST(WhisperKvCache, RollbackDropsTheUncommittedStep) {
+  KvCache cache(small_layout());
+  append_step(cache, 2);
+  const KvCache::Layout l = cache.layout();
+  cache.append(0, tagged(0, l, 0, 2, 3), tagged(1, l, 0, 2, 3));
+  cache.rollback();
+  EXPECT_EQ(cache.tokens(0), 2);
+  EXPECT_EQ(cache.length(), 2);
+  append_step(cache, 1);
+  expect_contents(cache, {0, 1, 2});
+  cache.clear();
+  EXPECT_EQ(cache.length(), 0);
+  EXPECT_EQ(cache.tokens(1), 0);
+}
+
+TEST(WhisperKvCache, ReorderRowsCopiesSourceRows) {
+  KvCache cache(small_layout());
+  append_step(cache, 3);
+  // Row 0 <- row 2, row 1 <- row 0, row 2 <- row 0 (one source for two rows).
+  const std::vector<int64_t> source = {2, 0, 0};
+  cache.reorder_rows(source);
+  EXPECT_EQ(cache.length(), 3);
+  expect_contents(cache, source);
+  // Appending after the reorder continues every row at the same position.
+  const KvCache::Layout l = cache.layout();
+  for (int64_t layer = 0; layer < l.layers; ++layer) {
+    cache.append(layer, tagged(0, l, layer, 3, 1, source), tagged(1, l, layer, 3, 1, source));
+  }
+  cache.commit();
+  expect_contents(cache, source);
+  // A second reorder composes: row r now holds source[second[r]].
+  cache.reorder_rows(std::vector<int64_t>{1, 1, 0});
+  expect_contents(cache, {0, 0, 2});
+}
+
+TEST(WhisperKvCache, RefusesBadRequests) {
+  KvCache::Layout fp8 = small_layout();
+  fp8.dtype = DType::kF8E4M3;
+  expect_error([&] { KvCache cache(fp8); }, "float8_e4m3fn");
+  KvCache::Layout empty = small_layout();
+  empty.capacity_tokens = 0;
+  EXPECT_THROW(KvCache cache(empty), Error);
+
+  KvCache cache(small_layout());
+  const KvCache::Layout l = cache.layout();
+  EXPECT_THROW(cache.append(2, tagged(0, l, 0, 0, 1), tagged(1, l, 0, 0, 1)), Error);  // layer
+  EXPECT_THROW(cache.append(0, Tensor::zeros({2, 1, 12}, DType::kF32),
+                            Tensor::zeros({2, 1, 12}, DType::kF32)),
+               Error);  // rows
+  EXPECT_THROW(cache.append(0, Tensor::zeros({3, 1, 11}, DType::kF32),
+                            Tensor::zeros({3, 1, 11}, DType::kF32)),
+               Error);                                                                 // width
+  EXPECT_THROW(cache.append(0, tagged(0, l, 0, 0, 1), tagged(1, l, 0, 0, 2)), Error);  // k != v
+  expect_error([&] { cache.reorder_rows(std::vector<int64_t>{0, 1}); }, "one source per row");
+  expect_error([&] { cache.reorder_rows(std::vector<int64_t>{0, 1, 3}); }, "source_rows[2] = 3");
+  cache.append(0, tagged(0, l, 0, 0, 1), tagged(1, l, 0, 0, 1));
+  expect_error([&] { cache.reorder_rows(std::vector<int64_t>{0, 1, 2}); }, "uncommitted");
+}
+
+}  // namespace
+}  // namespace oasr
