@@ -1,11 +1,24 @@
 """PyTorch baseline for `oasr bench encoder`: times the oracle U2++ encoder
-(tests/oracle/u2pp/u2pp_model.py, full attention, fp32, inference mode) on
-the same synthetic input shape and prints one JSON line per batch size, in
-the shape oasr prints its own lines.
+(tests/oracle/u2pp/u2pp_model.py, full attention, inference mode) on the same
+synthetic input shape and prints one JSON line per batch size, in the shape
+oasr prints its own lines.
 
     u2pp_torch_bench.py --ckpt-dir DIR [--seconds 10] [--batch 1,4]
                         [--warmup 2] [--iters 5] [--threads N] [--seed 0]
-                        [--dynamic-int8]
+                        [--dynamic-int8] [--device cpu|cuda[:N]]
+                        [--dtype float32|float16|bfloat16] [--compile]
+
+--device cuda times the encoder of tools/train/model.py instead (same
+weights, batched masks, fused attention: see load_serving_encoder) on the GPU in --dtype (model.to(device, dtype),
+the input made there in the same dtype); every timed run ends with
+torch.cuda.synchronize(), and each line carries peak_mem_mb
+(torch.cuda.max_memory_allocated over that batch size's runs).
+
+--compile adds, per batch size, a line "impl":"pytorch_compile" timed on
+torch.compile(model.encoder) in the default mode (inductor, no CUDA graphs,
+dynamic=False so every batch shape gets its own specialised graph; the
+compilation happens during the warm-up runs, at least 2 of them), after
+the eager line "impl":"pytorch".
 
 --dynamic-int8 applies PyTorch's dynamic int8 quantization to every
 nn.Linear (torch.ao.quantization.quantize_dynamic: int8 weights per tensor,
@@ -13,9 +26,10 @@ activations quantized per batch at run time), the baseline for oasr's
 int8_w8a8 on CPU.
 
 DIR is a WeNet experiment directory (train.yaml, final.pt, units.txt,
-global_cmvn), e.g. one written by tests/oracle/u2pp/make_u2pp_case.py.
-The input values are random like oasr's (normal, fixed seed) but not the same
-numbers: the encoder's cost does not depend on them.
+global_cmvn), e.g. one written by tests/oracle/u2pp/make_u2pp_case.py; oasr
+loads the same directory, so both time the same weights. The input values
+are random like oasr's (normal, fixed seed) but not the same numbers: the
+encoder's cost does not depend on them.
 """
 
 import argparse
@@ -33,7 +47,48 @@ sys.path.insert(0, ORACLE_DIR)
 
 from u2pp_reference import load_model_dir  # noqa: E402
 
+TRAIN_DIR = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "tools", "train")
+
+
+def load_serving_encoder(ckpt_dir: str):
+    """The encoder of tools/train/model.py (WeNet module names, batched
+    masks, fused scaled_dot_product_attention) with the WeNet directory's
+    weights: the form in which a PyTorch user serves a U2++ on a GPU. The
+    oracle model builds per-utterance masks in Python and breaks
+    torch.compile's graph, so it is not a fair GPU baseline."""
+    import yaml
+    sys.path.insert(0, TRAIN_DIR)
+    from model import ModelConfig, U2ppModel  # noqa: E402
+    with open(os.path.join(ckpt_dir, "train.yaml"), encoding="utf-8") as f:
+        conf = yaml.safe_load(f)
+    enc = conf["encoder_conf"]
+    dec = conf["decoder_conf"]
+    wanted = {"input_layer": "conv2d", "cnn_module_norm": "layer_norm", "causal": True,
+              "pos_enc_layer_type": "rel_pos", "activation_type": "swish"}
+    for key, value in wanted.items():
+        if enc.get(key, value) != value:
+            raise SystemExit(f"the GPU baseline serves {key}={value}; {ckpt_dir} has "
+                             f"{enc.get(key)}")
+    cfg = ModelConfig(input_dim=conf["input_dim"], vocab_size=conf["output_dim"],
+                      output_size=enc["output_size"], attention_heads=enc["attention_heads"],
+                      linear_units=enc["linear_units"], num_blocks=enc["num_blocks"],
+                      cnn_module_kernel=enc["cnn_module_kernel"],
+                      decoder_linear_units=dec["linear_units"],
+                      decoder_num_blocks=dec["num_blocks"],
+                      decoder_r_num_blocks=dec.get("r_num_blocks", 0))
+    model = U2ppModel(cfg)
+    state = torch.load(os.path.join(ckpt_dir, "final.pt"), map_location="cpu")
+    missing, unexpected = model.load_state_dict(state, strict=False)
+    # WeNet 2.x checkpoints may hold the sinusoid tables, which this model
+    # recomputes (non-persistent buffers).
+    unexpected = [name for name in unexpected if not name.endswith(".pe")]
+    if missing or unexpected:
+        raise SystemExit(f"weights of {ckpt_dir} do not fit tools/train/model.py: missing "
+                         f"{missing[:5]}, unexpected {unexpected[:5]}")
+    return model
+
 FRAMES_PER_SECOND = 100  # 10 ms fbank frame shift
+DTYPES = {"float32": torch.float32, "float16": torch.float16, "bfloat16": torch.bfloat16}
 
 
 def batch_sizes(text: str):
@@ -41,6 +96,32 @@ def batch_sizes(text: str):
     if not sizes or any(size < 1 for size in sizes):
         raise argparse.ArgumentTypeError(f"--batch '{text}' must list positive integers")
     return sizes
+
+
+def synchronize(device: torch.device):
+    if device.type == "cuda":
+        torch.cuda.synchronize(device)
+
+
+def time_encoder(encode, feats, lengths, warmup: int, iters: int, device: torch.device):
+    """Median and minimum ms of `iters` timed calls after `warmup` untimed
+    ones, and the peak device memory in MiB (None on the CPU)."""
+    if device.type == "cuda":
+        synchronize(device)
+        torch.cuda.reset_peak_memory_stats(device)
+    times_ms = []
+    with torch.inference_mode():
+        for run in range(warmup + iters):
+            start = time.perf_counter()
+            encode(feats, lengths)  # full attention (chunk_size -1)
+            synchronize(device)
+            elapsed_ms = (time.perf_counter() - start) * 1e3
+            if run >= warmup:
+                times_ms.append(elapsed_ms)
+    peak = None
+    if device.type == "cuda":
+        peak = torch.cuda.max_memory_allocated(device) / float(1 << 20)
+    return statistics.median(times_ms), min(times_ms), peak
 
 
 def main() -> int:
@@ -53,40 +134,70 @@ def main() -> int:
     parser.add_argument("--threads", type=int, default=0, help="0: torch's default")
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--dynamic-int8", action="store_true")
+    parser.add_argument("--device", default="cpu")
+    parser.add_argument("--dtype", choices=sorted(DTYPES), default="float32")
+    parser.add_argument("--compile", action="store_true")
     args = parser.parse_args()
     if args.iters < 1 or args.warmup < 0 or args.seconds <= 0:
         parser.error("need --iters >= 1, --warmup >= 0, --seconds > 0")
+    device = torch.device(args.device)
+    dtype = DTYPES[args.dtype]
+    if device.type == "cuda" and not torch.cuda.is_available():
+        parser.error("--device cuda, but this torch sees no CUDA GPU")
+    if device.type == "cpu" and dtype != torch.float32:
+        parser.error("the CPU baseline is float32 (as oasr's CPU path)")
+    if args.dynamic_int8 and device.type != "cpu":
+        parser.error("--dynamic-int8 is a CPU baseline")
 
     if args.threads > 0:
         torch.set_num_threads(args.threads)
-    model, _, _ = load_model_dir(args.ckpt_dir)
+    serving = device.type == "cuda"
+    if serving:
+        model = load_serving_encoder(args.ckpt_dir)
+    else:
+        model, _, _ = load_model_dir(args.ckpt_dir)
     model.eval()
     if args.dynamic_int8:
         model = torch.ao.quantization.quantize_dynamic(model, {torch.nn.Linear},
                                                        dtype=torch.qint8)
+    model = model.to(device=device, dtype=dtype)
+    quantization = "dynamic_int8_linear" if args.dynamic_int8 else "none"
+
+    if serving:
+        variants = [("pytorch", lambda f, n: model.encoder(f, n))]
+    else:
+        variants = [("pytorch", lambda f, n: model.encode(f, n))]
+    if args.compile:
+        compiled = torch.compile(model.encoder, dynamic=False)  # default mode
+        variants.append(("pytorch_compile", lambda f, n: compiled(f, n)))
+
     frames = int(round(args.seconds * FRAMES_PER_SECOND))
-    generator = torch.Generator().manual_seed(args.seed)
+    generator = torch.Generator(device="cpu").manual_seed(args.seed)
     for batch in args.batch:
         feats = torch.randn(batch, frames, model.cfg.input_dim, generator=generator,
-                            dtype=torch.float32)
-        lengths = torch.full((batch,), frames, dtype=torch.int64)
-        times_ms = []
-        with torch.inference_mode():
-            for run in range(args.warmup + args.iters):
-                start = time.perf_counter()
-                model.encode(feats, lengths)  # full attention (chunk_size -1)
-                elapsed_ms = (time.perf_counter() - start) * 1e3
-                if run >= args.warmup:
-                    times_ms.append(elapsed_ms)
-        median_ms = statistics.median(times_ms)
-        print(json.dumps({
-            "bench": "encoder", "impl": "pytorch", "device": "cpu", "batch": batch,
-            "seconds": args.seconds, "median_ms": round(median_ms, 3),
-            "min_ms": round(min(times_ms), 3),
-            "rtfx": round(batch * args.seconds / (median_ms / 1e3), 3),
-            "threads": torch.get_num_threads(),
-            "quantization": "dynamic_int8_linear" if args.dynamic_int8 else "none",
-        }, separators=(",", ":")), flush=True)
+                            dtype=torch.float32, device="cpu").to(device=device, dtype=dtype)
+        # The oracle takes host lengths (it turns them into Python ints); the
+        # serving encoder takes them beside the features.
+        lengths = torch.full((batch,), frames, dtype=torch.int64,
+                             device=device if serving else "cpu")
+        for impl, encode in variants:
+            warmup = max(args.warmup, 2) if impl == "pytorch_compile" else args.warmup
+            median_ms, min_ms, peak = time_encoder(encode, feats, lengths, warmup, args.iters,
+                                                   device)
+            line = {
+                "bench": "encoder", "impl": impl, "device": args.device, "batch": batch,
+                "seconds": args.seconds, "median_ms": round(median_ms, 3),
+                "min_ms": round(min_ms, 3),
+                "rtfx": round(batch * args.seconds / (median_ms / 1e3), 3),
+                "threads": torch.get_num_threads(), "quantization": quantization,
+                "dtype": args.dtype,
+                "model": "tools/train/model.py" if serving else "tests/oracle/u2pp",
+            }
+            if peak is not None:
+                line["peak_mem_mb"] = round(peak, 3)
+            if impl == "pytorch_compile":
+                line["compile_mode"] = "default"
+            print(json.dumps(line, separators=(",", ":")), flush=True)
     return 0
 
 

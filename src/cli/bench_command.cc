@@ -1,9 +1,11 @@
 // `oasr bench encoder --ckpt-dir DIR [...]`: wall-clock time of the U2++
-// encoder (full attention, CPU float32) on synthetic fbank input, one JSON
-// line per batch size, then the same measurement by the PyTorch oracle model
-// (bench/u2pp_torch_bench.py, run as a subprocess) and one comparison line
-// per batch size. Timing only: the outputs are not compared here (the oracle
-// tests do that).
+// encoder (full attention; CPU float32, or CUDA in float32/float16/bfloat16)
+// on synthetic fbank input, one JSON line per batch size, then the same
+// measurement by the PyTorch oracle model (bench/u2pp_torch_bench.py, run as
+// a subprocess; on CUDA both eager and torch.compile) and one comparison
+// line per batch size. Timing only: the outputs are not compared here (the
+// oracle tests do that). On CUDA each timed run ends with a device
+// synchronisation, so host wall-clock time covers the queued GPU work.
 #include <nlohmann/json.hpp>
 
 #include <sys/wait.h>
@@ -21,6 +23,7 @@
 #include <random>
 #include <sstream>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "cli/command.h"
@@ -56,12 +59,14 @@ constexpr size_t kStderrTailLines = 20;
 struct BenchEncoderOptions {
   std::string checkpoint_dir;
   std::string device = "cpu";
+  std::string dtype;  // empty: float32 on cpu, float16 on cuda
   double seconds = 10.0;
   std::string batch = "1,4";
   int warmup = 2;
   int iters = 5;
   int threads = 0;  // 0: OpenBLAS's default
   bool no_baseline = false;
+  bool no_compile = false;
   std::string baseline_python;
   std::string baseline_script = "bench/u2pp_torch_bench.py";
   QuantizationFlags quantization;
@@ -113,21 +118,31 @@ double round3(double value) {
 }
 
 nlohmann::ordered_json time_oasr_encoder(const models::U2ppModel& model,
-                                         const BenchEncoderOptions& options, int64_t batch,
+                                         const BenchEncoderOptions& options,
+                                         const engine::EngineConfig& served, int64_t batch,
                                          std::mt19937& generator) {
   const int64_t frames = static_cast<int64_t>(std::llround(options.seconds * kFramesPerSecond));
-  const Tensor feats = random_fbank(batch, frames, model.config().encoder.input_dim, generator);
+  const Device device = served.served_device();
+  // The input is placed on the device in the served dtype before timing, as
+  // the PyTorch baseline does, so both time the encoder alone.
+  const Tensor feats = random_fbank(batch, frames, model.config().encoder.input_dim, generator)
+                           .to(served.served_dtype())
+                           .to(device);
   const Tensor lengths = Tensor::from_vector(std::vector<int64_t>(batch, frames), {batch});
+  oasr::synchronize(device);
+  oasr::reset_peak_memory(device);
   std::vector<double> times_ms;
   for (int run = 0; run < options.warmup + options.iters; ++run) {
     const auto start = std::chrono::steady_clock::now();
     const auto output = model.encode(feats, lengths);  // full attention by default
+    oasr::synchronize(device);
     const auto stop = std::chrono::steady_clock::now();
     OASR_CHECK(output.out.defined(), kInternal, "encode returned no output");
     if (run >= options.warmup) {
       times_ms.push_back(std::chrono::duration<double, std::milli>(stop - start).count());
     }
   }
+  const int64_t peak_bytes = oasr::peak_memory_bytes(device);
   const double median_ms = median(times_ms);
   nlohmann::ordered_json line;
   line["bench"] = "encoder";
@@ -140,6 +155,8 @@ nlohmann::ordered_json time_oasr_encoder(const models::U2ppModel& model,
   line["rtfx"] = round3(static_cast<double>(batch) * options.seconds / (median_ms / 1e3));
   line["threads"] = openblas_get_num_threads();
   line["quantization"] = scheme_label(options);
+  line["dtype"] = dtype_name(served.served_dtype());
+  if (peak_bytes >= 0) line["peak_mem_mb"] = round3(static_cast<double>(peak_bytes) / (1 << 20));
   return line;
 }
 
@@ -164,9 +181,11 @@ std::string last_lines(const std::string& text, size_t count) {
 }
 
 // Runs the PyTorch baseline, relays each of its JSON lines and returns them
-// by batch size. Its stderr goes to a temporary file so that a failure can be
-// shown as a tail rather than interleaved with the JSON on stdout.
-std::map<int64_t, nlohmann::json> run_baseline(const BenchEncoderOptions& options, int threads) {
+// by (impl, batch size): "pytorch" (eager) and, on CUDA, "pytorch_compile". Its stderr goes to a
+// temporary file so that a failure can be shown as a tail rather than interleaved with the JSON on
+// stdout.
+std::map<std::pair<std::string, int64_t>, nlohmann::json> run_baseline(
+    const BenchEncoderOptions& options, const engine::EngineConfig& served, int threads) {
   OASR_CHECK(fs::exists(options.baseline_script), kNotFound, "baseline script ",
              options.baseline_script,
              " not found; run from the source directory, pass --baseline-script PATH, or "
@@ -179,13 +198,17 @@ std::map<int64_t, nlohmann::json> run_baseline(const BenchEncoderOptions& option
   command << shell_quote(python) << " " << shell_quote(options.baseline_script) << " --ckpt-dir "
           << shell_quote(options.checkpoint_dir) << " --seconds " << options.seconds << " --batch "
           << shell_quote(options.batch) << " --warmup " << options.warmup << " --iters "
-          << options.iters << " --threads " << threads << " --seed " << kInputSeed;
+          << options.iters << " --threads " << threads << " --seed " << kInputSeed << " --device "
+          << shell_quote(options.device) << " --dtype " << dtype_name(served.served_dtype());
+  // torch.compile (default mode) is the baseline a PyTorch user reaches for
+  // on a GPU; on the CPU it needs a host compiler and adds little.
+  if (served.served_device().is_cuda() && !options.no_compile) command << " --compile";
   // What a PyTorch user would reach for against an int8 engine: dynamic int8
   // on every nn.Linear (torch.ao quantize_dynamic, what WeNet's export uses).
   if (options.quantization.scheme.rfind("int8", 0) == 0) command << " --dynamic-int8";
   command << " 2> " << shell_quote(stderr_path.string());
 
-  std::map<int64_t, nlohmann::json> lines;
+  std::map<std::pair<std::string, int64_t>, nlohmann::json> lines;
   std::string bad_line;
   FILE* pipe = ::popen(command.str().c_str(), "r");
   OASR_CHECK(pipe != nullptr, kInternal, "could not start the baseline: ", command.str());
@@ -199,7 +222,8 @@ std::map<int64_t, nlohmann::json> run_baseline(const BenchEncoderOptions& option
     if (parsed.is_object() && parsed.contains("batch") && parsed["batch"].is_number_integer() &&
         parsed.contains("median_ms") && parsed["median_ms"].is_number()) {
       std::cout << current << std::endl;
-      lines[parsed["batch"].get<int64_t>()] = parsed;
+      lines[{parsed.value("impl", std::string("pytorch")), parsed["batch"].get<int64_t>()}] =
+          parsed;
     } else if (bad_line.empty()) {
       bad_line = current;
     }
@@ -230,8 +254,13 @@ std::map<int64_t, nlohmann::json> run_baseline(const BenchEncoderOptions& option
 }
 
 void run_bench_encoder(const BenchEncoderOptions& options) {
-  OASR_CHECK(options.device == "cpu", kUnsupported, "--device ", options.device,
-             " is not benchmarked yet; only cpu is");
+  // The engine's refusals (no GPU, 16-bit on the CPU, quantization on cuda).
+  engine::EngineConfig served;
+  served.ckpt_dir = options.checkpoint_dir;
+  served.device = options.device;
+  served.dtype = options.dtype;
+  served.quantization = options.quantization.to_config();
+  served.validate();
   OASR_CHECK(options.seconds > 0, kInvalidArgument, "--seconds must be positive");
   OASR_CHECK(options.iters >= 1 && options.warmup >= 0, kInvalidArgument,
              "need --iters >= 1 and --warmup >= 0");
@@ -242,30 +271,51 @@ void run_bench_encoder(const BenchEncoderOptions& options) {
 #if defined(__x86_64__)
   if (options.threads > 0) quant::set_int8_avx2_threads(options.threads);
 #endif
-  const models::MaterializedU2pp materialized = models::materialize_u2pp_model(
-      models::load_checkpoint_dir(options.checkpoint_dir), options.quantization.to_config());
+  models::MaterializeOptions materialize;
+  materialize.device = served.served_device();
+  materialize.dtype = served.served_dtype();
+  const models::ModelSource source = models::load_checkpoint_dir(options.checkpoint_dir);
+  OASR_CHECK(source.quantization.is_null() || materialize.device.is_cpu(), kUnsupported,
+             options.checkpoint_dir,
+             " is a quantized checkpoint: the CUDA quantized lanes are not served yet (issue "
+             "[W1-G]); bench it with --device cpu");
+  const models::MaterializedU2pp materialized =
+      models::materialize_u2pp_model(source, served.quantization, materialize);
   const auto& model = materialized.model;
   std::mt19937 generator(kInputSeed);
   std::map<int64_t, double> oasr_median_ms;
   for (int64_t batch : batch_sizes) {
-    const nlohmann::ordered_json line = time_oasr_encoder(*model, options, batch, generator);
+    const nlohmann::ordered_json line =
+        time_oasr_encoder(*model, options, served, batch, generator);
     oasr_median_ms[batch] = line["median_ms"].get<double>();
     std::cout << line.dump() << std::endl;
   }
   if (options.no_baseline) return;
 
-  const std::map<int64_t, nlohmann::json> baseline = run_baseline(options, threads);
+  const auto baseline = run_baseline(options, served, threads);
   for (int64_t batch : batch_sizes) {
-    const auto found = baseline.find(batch);
-    OASR_CHECK(found != baseline.end(), kInvalidArgument,
+    const auto eager = baseline.find({"pytorch", batch});
+    OASR_CHECK(eager != baseline.end(), kInvalidArgument,
                "the PyTorch baseline printed no line for batch ", batch);
+    const auto compiled = baseline.find({"pytorch_compile", batch});
+    const double oasr_ms = oasr_median_ms[batch];
+    const double eager_ms = eager->second["median_ms"].get<double>();
     nlohmann::ordered_json line;
     line["bench"] = "encoder";
     line["compare"] = "pytorch/oasr";
     line["batch"] = batch;
     line["quantization"] = scheme_label(options);
-    line["baseline"] = found->second.value("quantization", std::string("none"));
-    line["speedup"] = round3(found->second["median_ms"].get<double>() / oasr_median_ms[batch]);
+    line["baseline"] = eager->second.value("quantization", std::string("none"));
+    line["speedup"] = round3(eager_ms / oasr_ms);
+    line["device"] = options.device;
+    line["dtype"] = dtype_name(served.served_dtype());
+    line["oasr_ms"] = round3(oasr_ms);
+    line["torch_eager_ms"] = round3(eager_ms);
+    if (compiled != baseline.end()) {
+      const double compile_ms = compiled->second["median_ms"].get<double>();
+      line["torch_compile_ms"] = round3(compile_ms);
+      line["speedup_compile"] = round3(compile_ms / oasr_ms);
+    }
     std::cout << line.dump() << std::endl;
   }
 }
@@ -278,15 +328,17 @@ Command add_bench_command(CLI::App& parent) {
   auto options = std::make_shared<BenchEncoderOptions>();
   CLI::App* encoder = app->add_subcommand(
       "encoder",
-      "Time the U2++ encoder (full attention, float32, or quantized with --quantization) on "
-      "random fbank input and compare with the PyTorch oracle model (dynamic int8 Linear when "
-      "the scheme is int8)");
+      "Time the U2++ encoder (full attention; float32 on cpu or quantized with --quantization; "
+      "float16/bfloat16/float32 on cuda) on random fbank input and compare with the PyTorch "
+      "oracle model (dynamic int8 Linear when the scheme is int8; eager and torch.compile on "
+      "cuda)");
   encoder
       ->add_option("--ckpt-dir", options->checkpoint_dir,
                    "checkpoint directory (WeNet experiment directory or oasr native)")
       ->required();
-  encoder->add_option("--device", options->device, "cpu (the only device benchmarked so far)")
-      ->capture_default_str();
+  encoder->add_option("--device", options->device, "cpu | cuda | cuda:N")->capture_default_str();
+  encoder->add_option("--dtype", options->dtype,
+                      "float32 | float16 | bfloat16 (default: float32 on cpu, float16 on cuda)");
   encoder->add_option("--seconds", options->seconds, "audio seconds per row (100 frames/s)")
       ->capture_default_str();
   encoder->add_option("--batch", options->batch, "comma-separated batch sizes")
@@ -299,6 +351,8 @@ Command add_bench_command(CLI::App& parent) {
                    "CPU threads for oasr and the baseline (0: OpenBLAS's default)")
       ->capture_default_str();
   encoder->add_flag("--no-baseline", options->no_baseline, "skip the PyTorch baseline");
+  encoder->add_flag("--no-compile", options->no_compile,
+                    "cuda: skip the torch.compile baseline (eager only)");
   encoder->add_option("--baseline-python", options->baseline_python,
                       "python with torch (default: .venv/bin/python if present, else python3)");
   encoder

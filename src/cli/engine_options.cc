@@ -26,7 +26,11 @@ void add_engine_flags(CLI::App& app, EngineFlags& flags) {
                  "checkpoint directory: native oasr, a WeNet experiment (train.yaml, final.pt), or "
                  "a Whisper model in Hugging Face layout (config.json, model.safetensors)")
       ->required();
-  app.add_option("--device", flags.device, "cpu (cuda arrives with the CUDA backend)");
+  app.add_option("--device", flags.device,
+                 "cpu | cuda | cuda:N (CUDA: U2++ full precision; needs a CUDA build and a GPU)");
+  app.add_option("--dtype", flags.dtype,
+                 "served dtype: float32 | float16 | bfloat16 (default: float32 on cpu, float16 on "
+                 "cuda; the CPU serves float32 only)");
   app.add_option("--max-batch-size", flags.max_batch_size, "utterances per batch (default 8)");
   app.add_option("--decode-method,--decoding-method", flags.decode_method,
                  "U2++: ctc_greedy_search | ctc_prefix_beam_search | attention_rescoring "
@@ -52,6 +56,7 @@ engine::EngineConfig EngineFlags::to_config() const {
   engine::EngineConfig config;
   config.ckpt_dir = ckpt_dir;
   config.device = device;
+  config.dtype = dtype;
   config.max_batch_size = max_batch_size;
   if (!decode_method.empty()) config.decode.method = decode_method;
   if (beam_size != 0) config.decode.beam_size = beam_size;

@@ -27,6 +27,7 @@ void add_quantization_flags(CLI::App& app, QuantizationFlags& flags);
 struct EngineFlags {
   std::string ckpt_dir;
   std::string device = "cpu";
+  std::string dtype;  // empty: float32 on cpu, float16 on cuda
   int64_t max_batch_size = 8;
   std::string decode_method;  // empty: the checkpoint's default
   int64_t beam_size = 0;
@@ -40,7 +41,7 @@ struct EngineFlags {
   engine::EngineConfig to_config() const;
 };
 
-// Registers --ckpt-dir, --device, --max-batch-size, --decode-method (alias
+// Registers --ckpt-dir, --device, --dtype, --max-batch-size, --decode-method (alias
 // --decoding-method), --beam-size, --ctc-weight, --reverse-weight,
 // --chunk-size, --left-chunks (U2++), --length-penalty (Whisper),
 // --quantization, --quantization-option.

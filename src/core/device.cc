@@ -62,6 +62,13 @@ class CpuBackend final : public DeviceBackend {
       convert_element(in + i * in_size, src_dtype, out + i * out_size, dst_dtype);
     }
   }
+  void copy_strided(void* /*dst*/, const std::vector<int64_t>& /*dst_strides*/, const void* /*src*/,
+                    const std::vector<int64_t>& /*src_strides*/,
+                    const std::vector<int64_t>& /*shape*/, size_t /*element_size*/,
+                    int /*device_index*/) override {
+    OASR_THROW(kInternal,
+               "CPU backend asked for a strided copy; Tensor::copy_ walks CPU strides itself");
+  }
 };
 
 }  // namespace
@@ -70,6 +77,18 @@ DeviceBackend& device_backend(DeviceType type) {
   static CpuBackend cpu;
   if (type == DeviceType::kCPU) return cpu;
   return cuda_backend();
+}
+
+void synchronize(Device device) {
+  device_backend(device.type).synchronize(device.index);
+}
+
+void reset_peak_memory(Device device) {
+  device_backend(device.type).reset_peak_memory(device.index);
+}
+
+int64_t peak_memory_bytes(Device device) {
+  return device_backend(device.type).peak_memory_bytes(device.index);
 }
 
 }  // namespace oasr

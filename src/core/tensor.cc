@@ -270,21 +270,39 @@ void Tensor::copy_(const Tensor& src) {
              " into ", shape_str(shape_));
   OASR_CHECK(dtype_ == src.dtype_, kInvalidArgument, "copy_: dtype ", dtype_name(src.dtype_),
              " into ", dtype_name(dtype_), "; convert with to(dtype) first");
+  const Device dst_dev = device();
+  const Device src_dev = src.device();
   if (is_contiguous() && src.is_contiguous()) {
-    const Device dst_dev = device();
-    const Device src_dev = src.device();
     DeviceBackend& backend = device_backend(dst_dev.is_cuda() ? dst_dev.type : src_dev.type);
     backend.copy(raw_data(), dst_dev, src.raw_data(), src_dev, nbytes());
     return;
   }
-  OASR_CHECK(device().is_cpu() && src.device().is_cpu(), kUnsupported,
-             "copy_ between non-contiguous tensors is CPU-only; call contiguous() first");
-  const size_t elem = element_size();
-  char* dst_base = static_cast<char*>(raw_data());
-  const char* src_base = static_cast<const char*>(src.raw_data());
-  for_each_index(shape_, strides_, src.strides_, [&](int64_t d, int64_t s) {
-    std::memcpy(dst_base + d * elem, src_base + s * elem, elem);
-  });
+  if (dst_dev.is_cpu() && src_dev.is_cpu()) {
+    const size_t elem = element_size();
+    char* dst_base = static_cast<char*>(raw_data());
+    const char* src_base = static_cast<const char*>(src.raw_data());
+    for_each_index(shape_, strides_, src.strides_, [&](int64_t d, int64_t s) {
+      std::memcpy(dst_base + d * elem, src_base + s * elem, elem);
+    });
+    return;
+  }
+  if (dst_dev == src_dev) {
+    device_backend(dst_dev.type)
+        .copy_strided(raw_data(), strides_, src.raw_data(), src.strides_, shape_, element_size(),
+                      dst_dev.index);
+    return;
+  }
+  // Across devices bytes move only between contiguous buffers: make the
+  // source contiguous on its own device, move it into a contiguous staging
+  // tensor on this device when this view is strided, then copy locally.
+  const Tensor src_contiguous = src.contiguous();
+  if (is_contiguous()) {
+    copy_(src_contiguous);
+    return;
+  }
+  Tensor staging = empty(shape_, dtype_, dst_dev);
+  staging.copy_(src_contiguous);
+  copy_(staging);
 }
 
 Tensor Tensor::contiguous() const {

@@ -115,7 +115,7 @@ class Tensor {
   Tensor clone() const;
   Tensor to(DType dtype) const;    // exactly rounded conversions (core/float_types.h)
   Tensor to(Device device) const;  // CPU <-> CUDA
-  void copy_(const Tensor& src);   // same shape and dtype, any device, any strides on CPU
+  void copy_(const Tensor& src);   // same shape and dtype, any devices, any strides
 
   std::string str() const;  // "float32[2, 3] cpu"
 

@@ -32,18 +32,21 @@ size_t longest(const std::vector<std::vector<int64_t>>& rows) {
   return width;
 }
 
-// A CPU float32 [N, L + 1, V] decoder output, contiguous.
+// The decoder output [N, L + 1, V] as a contiguous CPU float32 tensor: a
+// device output (the decoder ran on a GPU) comes back to the host here, and
+// a 16-bit one is widened exactly; a CPU float32 output is used as it is.
 Tensor checked_decoder_output(const Tensor& out, int64_t hyps, int64_t positions, int64_t eos,
                               const char* name) {
   OASR_CHECK(out.dim() == 3 && out.size(0) == hyps && out.size(1) == positions, kInvalidArgument,
              "attention rescoring: the ", name, " decoder output must be [", hyps, ", ", positions,
              ", V] (hypotheses, longest hypothesis + 1, vocabulary), got ", out.str());
-  OASR_CHECK(out.dtype() == DType::kF32 && out.device().is_cpu(), kInvalidArgument,
-             "attention rescoring: the ", name, " decoder output must be CPU float32, got ",
-             out.str());
+  OASR_CHECK(
+      out.dtype() == DType::kF32 || out.dtype() == DType::kF16 || out.dtype() == DType::kBF16,
+      kInvalidArgument, "attention rescoring: the ", name,
+      " decoder output must be float32, float16 or bfloat16, got ", out.str());
   OASR_CHECK(eos >= 0 && eos < out.size(2), kInvalidArgument, "attention rescoring: eos id ", eos,
              " lies outside the ", name, " decoder's vocabulary of ", out.size(2));
-  return out.contiguous();
+  return out.to(Device::cpu()).to(DType::kF32).contiguous();
 }
 
 // Sum in float32 of the decoder log-probs of a hypothesis' tokens and of

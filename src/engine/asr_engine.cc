@@ -87,17 +87,46 @@ void EngineConfig::validate() const {
              "no checkpoint directory given; pass --ckpt-dir DIR");
   OASR_CHECK(max_batch_size >= 1, kInvalidArgument, "max_batch_size must be >= 1, got ",
              max_batch_size);
-  const Device d = parse_device(device);
-  OASR_CHECK(
-      d.is_cpu(), kUnsupported, "device '", device,
-      "' is not served yet: the U2++ and Whisper paths run on the CPU for now; use --device cpu");
+  const Device d = served_device();
+  const DType served = served_dtype();
+  if (d.is_cuda()) {
+    // What the request asks for is refused before what the machine lacks.
+    OASR_CHECK(quantization.empty(), kUnsupported, "--quantization ", quantization.scheme,
+               " with --device ", device,
+               ": the CUDA quantized lanes are not served yet (issue [W1-G]); run quantized on "
+               "--device cpu, or full precision on cuda (drop --quantization)");
+    OASR_CHECK(cuda_available(), kUnsupported, "device '", device,
+               "' asked for, but no CUDA GPU is usable here (this build has no CUDA backend, or "
+               "no GPU is visible): build with -DOASR_WITH_CUDA=ON on a machine with an NVIDIA "
+               "GPU and driver, check CUDA_VISIBLE_DEVICES, or use --device cpu");
+    OASR_CHECK(d.index < cuda_device_count(), kInvalidArgument, "device '", device, "': only ",
+               cuda_device_count(), " CUDA device(s) are visible");
+  } else {
+    OASR_CHECK(served == DType::kF32, kUnsupported, "dtype ", dtype_name(served),
+               " on the CPU: the CPU bodies serve float32 only; use --dtype float32 (the CPU "
+               "default) or --device cuda for float16/bfloat16");
+  }
   quantization.validate();
+}
+
+Device EngineConfig::served_device() const {
+  return parse_device(device);
+}
+
+DType EngineConfig::served_dtype() const {
+  if (dtype.empty()) return served_device().is_cuda() ? DType::kF16 : DType::kF32;
+  const std::optional<DType> parsed = parse_dtype(dtype);
+  OASR_CHECK(
+      parsed && (*parsed == DType::kF32 || *parsed == DType::kF16 || *parsed == DType::kBF16),
+      kInvalidArgument, "dtype '", dtype, "' is not served; use float32, float16 or bfloat16");
+  return *parsed;
 }
 
 std::string EngineConfig::dump() const {
   std::ostringstream out;
   out << "ckpt_dir=" << ckpt_dir.string() << " device=" << device
-      << " max_batch_size=" << max_batch_size << " quantization=(" << quantization.dump() << ")";
+      << " dtype=" << (dtype.empty() ? "default" : dtype) << " max_batch_size=" << max_batch_size
+      << " quantization=(" << quantization.dump() << ")";
   return out.str();
 }
 
@@ -172,17 +201,31 @@ decode::UnitTable unit_table(const std::vector<std::string>& units) {
   return decode::UnitTable::from_entries(entries);
 }
 
+// A model output (CTC log-probs) as a contiguous host float32 tensor, for the
+// CPU searches; the tensor itself when it already is one.
+Tensor host_f32(const Tensor& t) {
+  return t.to(Device::cpu()).to(DType::kF32).contiguous();
+}
+
 models::MaterializeOptions materialize_options(const EngineConfig& config) {
   models::MaterializeOptions options;
-  options.device = parse_device(config.device);
+  options.device = config.served_device();
+  options.dtype = config.served_dtype();
   return options;
 }
 
 }  // namespace
 
 ASREngine::ASREngine(const EngineConfig& config) : config_(config) {
+  // Whisper on cuda is refused by name before the device checks, so the
+  // message says what is missing even where no GPU is present.
+  const bool whisper = !config_.ckpt_dir.empty() && models::is_whisper_dir(config_.ckpt_dir);
+  OASR_CHECK(!whisper || config_.served_device().is_cpu(), kUnsupported, "device '", config_.device,
+             "': ", config_.ckpt_dir.string(),
+             " is a Whisper model, and the Whisper path is not ported to CUDA yet; use "
+             "--device cpu");
   config_.validate();
-  if (models::is_whisper_dir(config_.ckpt_dir)) {
+  if (whisper) {
     load_whisper();
   } else {
     load_u2pp();
@@ -216,6 +259,10 @@ void ASREngine::require_u2pp(const char* member) const {
 
 void ASREngine::load_u2pp() {
   source_ = models::load_checkpoint_dir(config_.ckpt_dir);
+  OASR_CHECK(source_.quantization.is_null() || config_.served_device().is_cpu(), kUnsupported,
+             config_.ckpt_dir.string(), " is a quantized checkpoint and device '", config_.device,
+             "' is CUDA: the CUDA quantized lanes are not served yet (issue [W1-G]); serve it "
+             "with --device cpu, or a full-precision checkpoint on cuda");
   fbank_.emplace(fbank_options(source_.config.fbank));
   units_ = unit_table(source_.units);
   decode_ = resolve_decode(source_.config.decode, config_.decode);
@@ -336,7 +383,8 @@ std::vector<Transcript> ASREngine::transcribe_batch(const std::vector<Tensor>& f
   // so offline results equal what a StreamingSession returns.
   options.simulate_streaming = decode_.chunk_size > 0;
   const auto encoded = model_->encode(padded, lengths, options);
-  const Tensor log_probs = model_->ctc_log_probs(encoded.out);
+  // The searches run on the host in float32: one copy back per batch.
+  const Tensor log_probs = host_f32(model_->ctc_log_probs(encoded.out));
   std::vector<Transcript> out;
   out.reserve(batch);
   for (int64_t b = 0; b < batch; ++b) {
@@ -409,11 +457,11 @@ StreamingSession::StreamingSession(const ASREngine& engine)
                engine.decode_options().left_chunks) {}
 
 namespace {
-// Concatenates [1, k_i, D] tensors along dimension 1.
+// Concatenates [1, k_i, D] tensors (one dtype and device) along dimension 1.
 Tensor concat_frames(const std::vector<Tensor>& chunks, int64_t dim) {
   int64_t total = 0;
   for (const Tensor& c : chunks) total += c.size(1);
-  Tensor out = Tensor::empty({1, total, dim}, DType::kF32);
+  Tensor out = Tensor::empty({1, total, dim}, chunks.front().dtype(), chunks.front().device());
   int64_t at = 0;
   for (const Tensor& c : chunks) {
     out.narrow(1, at, c.size(1)).copy_(c);
@@ -451,14 +499,15 @@ Transcript StreamingSession::finish() {
   const Tensor encoder_out =
       concat_frames(encoder_chunks_, engine_.model().config().encoder.output_size);
   // CTC over the whole utterance at once, as the offline path computes it.
-  const Tensor log_probs = engine_.model().ctc_log_probs(encoder_out).select(0, 0).contiguous();
+  const Tensor log_probs =
+      host_f32(engine_.model().ctc_log_probs(encoder_out)).select(0, 0).contiguous();
   return engine_.decode_utterance(log_probs, encoder_out);
 }
 
 void StreamingSession::append_encoder_frames(const Tensor& frames) {
   if (!frames.defined() || frames.size(1) == 0) return;
   encoder_chunks_.push_back(frames.contiguous());
-  ctc_chunks_.push_back(engine_.model().ctc_log_probs(frames).contiguous());
+  ctc_chunks_.push_back(host_f32(engine_.model().ctc_log_probs(frames)));
 }
 
 Transcript StreamingSession::partial() const {

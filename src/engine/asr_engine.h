@@ -85,7 +85,11 @@ struct DecodeOptions {
 
 struct EngineConfig {
   std::filesystem::path ckpt_dir;
-  std::string device = "cpu";
+  std::string device = "cpu";  // "cpu", "cuda" or "cuda:N"
+  // The served dtype: "float32", "float16" or "bfloat16"; empty takes the
+  // device's default (float32 on the CPU, float16 on CUDA). The CPU serves
+  // float32 only.
+  std::string dtype;
   int64_t max_batch_size = 8;
   DecodeOverrides decode;
   // Online quantization of a full-precision checkpoint ("int8_w8a8", or
@@ -93,8 +97,13 @@ struct EngineConfig {
   // served quantized without it (its spec is authoritative).
   quant::QuantizationConfig quantization;
 
+  // Refuses (kUnsupported, saying what to do): cuda in a build without CUDA
+  // or on a machine without a GPU, a 16-bit dtype on the CPU, cuda with
+  // quantization (the CUDA quantized lanes are issue [W1-G]).
   void validate() const;
   std::string dump() const;
+  Device served_device() const;  // parsed device
+  DType served_dtype() const;    // dtype, or the device's default when empty
 };
 
 struct Transcript {

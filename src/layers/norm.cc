@@ -44,19 +44,59 @@ BatchNorm1d::BatchNorm1d(int64_t channels, float eps)
                      /*required=*/false);
 }
 
-Tensor BatchNorm1d::forward(const Tensor& x) const {
+namespace {
+constexpr const char* kFoldedParams[] = {"weight", "bias", "running_mean", "running_var"};
+}  // namespace
+
+bool BatchNorm1d::matches(const Folded& folded, const Tensor& x) const {
+  if (folded.dtype != x.dtype() || folded.device != x.device()) return false;
+  for (size_t i = 0; i < folded.sources.size(); ++i) {
+    const Tensor& now = param(kFoldedParams[i]);
+    const Tensor& then = folded.sources[i];
+    if (now.storage() != then.storage() || now.byte_offset() != then.byte_offset() ||
+        now.dtype() != then.dtype()) {
+      return false;
+    }
+  }
+  return true;
+}
+
+BatchNorm1d::Folded BatchNorm1d::fold(DType dtype, Device device) const {
   // Fold the statistics into one scale and shift per channel (fp32, as
-  // PyTorch's inference kernel does), then x * scale + shift.
-  const Tensor w = param("weight").to(DType::kF32);
-  const Tensor b = param("bias").to(DType::kF32);
-  const Tensor mean = param("running_mean").to(DType::kF32);
-  const Tensor var = param("running_var").to(DType::kF32);
+  // PyTorch's inference kernel does), on the host.
+  const auto host_f32 = [&](const char* name) {
+    return param(name).to(Device::cpu()).to(DType::kF32).contiguous();
+  };
+  const Tensor w = host_f32("weight");
+  const Tensor b = host_f32("bias");
+  const Tensor mean = host_f32("running_mean");
+  const Tensor var = host_f32("running_var");
   Tensor scale = Tensor::empty({channels_}, DType::kF32);
   Tensor shift = Tensor::empty({channels_}, DType::kF32);
   for (int64_t c = 0; c < channels_; ++c) {
     const float inv_std = 1.0f / std::sqrt(var.data<float>()[c] + eps_);
     scale.data<float>()[c] = w.data<float>()[c] * inv_std;
     shift.data<float>()[c] = b.data<float>()[c] - mean.data<float>()[c] * scale.data<float>()[c];
+  }
+  Folded folded;
+  for (const char* name : kFoldedParams) folded.sources.push_back(param(name));
+  folded.dtype = dtype;
+  folded.device = device;
+  folded.scale = scale.to(dtype).to(device);
+  folded.shift = shift.to(dtype).to(device);
+  return folded;
+}
+
+Tensor BatchNorm1d::forward(const Tensor& x) const {
+  Tensor scale;
+  Tensor shift;
+  {
+    std::lock_guard<std::mutex> lock(fold_mutex_);
+    if (!folded_ || !matches(*folded_, x)) {
+      folded_ = fold(x.dtype(), x.device());
+    }
+    scale = folded_->scale;
+    shift = folded_->shift;
   }
   return ops::add(ops::mul(x, scale), shift);
 }

@@ -2,6 +2,10 @@
 // encoder blocks use) and BatchNorm1d in inference form.
 #pragma once
 
+#include <mutex>
+#include <optional>
+#include <vector>
+
 #include "layers/module.h"
 #include "ops/layer_norm.h"
 
@@ -29,14 +33,34 @@ class LayerNorm : public Module {
 // BatchNorm1d at inference: y = (x - running_mean) / sqrt(running_var + eps) * weight + bias,
 // over the channel dimension of a channels-last input [..., C]. Holds
 // PyTorch's state-dict names, including num_batches_tracked (int64, unused).
+//
+// The statistics are folded into one scale and shift per channel on the host
+// in float32 (the parameters are copied there, whatever their device), then
+// the pair is converted to the input's dtype and moved to its device. The
+// folded pair is cached per (parameter storage, dtype, device), so a CUDA
+// forward reads the parameters back once, not at every call.
 class BatchNorm1d : public Module {
  public:
   explicit BatchNorm1d(int64_t channels, float eps = 1e-5f);
   Tensor forward(const Tensor& x) const;
 
  private:
+  struct Folded {
+    // The parameters folded (held, so their storage cannot be reused by a
+    // reload while the cache names it).
+    std::vector<Tensor> sources;
+    DType dtype = DType::kF32;
+    Device device = Device::cpu();
+    Tensor scale;
+    Tensor shift;
+  };
+  Folded fold(DType dtype, Device device) const;
+  bool matches(const Folded& folded, const Tensor& x) const;
+
   int64_t channels_;
   float eps_;
+  mutable std::mutex fold_mutex_;
+  mutable std::optional<Folded> folded_;
 };
 
 }  // namespace oasr::layers

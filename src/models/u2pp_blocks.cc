@@ -26,13 +26,15 @@ SinusoidalPositions::SinusoidalPositions(int64_t dim, int64_t max_len)
   }
 }
 
-Tensor SinusoidalPositions::rows(int64_t offset, int64_t count) const {
+Tensor SinusoidalPositions::rows(int64_t offset, int64_t count, DType dtype, Device device) const {
   OASR_CHECK(offset >= 0 && count >= 0 && offset + count <= max_len_, kInvalidArgument,
              "positional encoding: positions [", offset, ", ", offset + count,
              ") exceed the table of ", max_len_,
              " rows (WeNet's max_len); split the audio into shorter utterances");
   const ParameterSlot& table = slot("pe");
-  if (table.value.defined()) return table.value.slice(1, offset, offset + count);
+  if (table.value.defined()) {
+    return table.value.slice(1, offset, offset + count).to(dtype).to(device);
+  }
   Tensor out = Tensor::empty({1, count, dim_}, DType::kF32);
   float* dst = out.data<float>();
   for (int64_t p = 0; p < count; ++p) {
@@ -44,7 +46,7 @@ Tensor SinusoidalPositions::rows(int64_t offset, int64_t count) const {
       row[2 * i + 1] = static_cast<float>(std::cos(static_cast<double>(angle)));
     }
   }
-  return out;
+  return out.to(dtype).to(device);
 }
 
 GlobalCmvn::GlobalCmvn(int64_t dim) : Module("GlobalCMVN") {
@@ -83,13 +85,14 @@ Tensor concat(const std::vector<Tensor>& parts, int64_t dim) {
   for (const Tensor& part : parts) {
     Shape expected = shape;
     expected[axis] = part.size(axis);
-    OASR_CHECK(part.shape() == expected && part.dtype() == first.dtype(), kInternal,
-               "concat: part ", shape_str(part.shape()), " does not match ",
-               shape_str(first.shape()), " outside dimension ", axis);
+    OASR_CHECK(part.shape() == expected && part.dtype() == first.dtype() &&
+                   part.device() == first.device(),
+               kInternal, "concat: part ", part.str(), " does not match ", first.str(),
+               " outside dimension ", axis, " (or in dtype or device)");
     total += part.size(axis);
   }
   shape[axis] = total;
-  Tensor out = Tensor::empty(shape, first.dtype());
+  Tensor out = Tensor::empty(shape, first.dtype(), first.device());
   int64_t at = 0;
   for (const Tensor& part : parts) {
     const int64_t length = part.size(axis);
@@ -103,20 +106,6 @@ bool has_padding(std::span<const int64_t> lengths, int64_t frames) {
   return std::any_of(lengths.begin(), lengths.end(), [&](int64_t n) { return n < frames; });
 }
 
-Tensor zero_padded_frames(const Tensor& x, std::span<const int64_t> lengths) {
-  const int64_t frames = x.size(1);
-  if (lengths.empty() || !has_padding(lengths, frames)) return x;
-  Tensor out = x.contiguous().clone();
-  const int64_t channels = x.size(2);
-  float* data = out.data<float>();
-  for (int64_t b = 0; b < x.size(0); ++b) {
-    const int64_t valid = std::clamp<int64_t>(lengths[static_cast<size_t>(b)], 0, frames);
-    float* row = data + (b * frames + valid) * channels;
-    std::fill(row, row + (frames - valid) * channels, 0.0f);
-  }
-  return out;
-}
-
 Tensor split_heads(const Tensor& x, int64_t heads) {
   const int64_t d_k = x.size(2) / heads;
   return x.view({x.size(0), x.size(1), heads, d_k}).transpose(1, 2).contiguous();
@@ -124,6 +113,13 @@ Tensor split_heads(const Tensor& x, int64_t heads) {
 
 Tensor merge_heads(const Tensor& x) {
   return x.transpose(1, 2).contiguous().view({x.size(0), x.size(2), x.size(1) * x.size(3)});
+}
+
+Tensor to_like(const Tensor& x, const Tensor& like) {
+  // Convert before moving when the move is to the device (fewer bytes when
+  // narrowing to 16 bits); move first when coming back to the host.
+  if (like.device().is_cpu()) return x.to(like.device()).to(like.dtype());
+  return x.to(like.dtype()).to(like.device());
 }
 
 std::vector<int64_t> lengths_vector(const Tensor& lengths, const char* what) {

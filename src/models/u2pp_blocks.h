@@ -23,9 +23,13 @@ namespace oasr::models {
 class SinusoidalPositions : public Module {
  public:
   SinusoidalPositions(int64_t dim, int64_t max_len);
-  // Rows [offset, offset + count) as float32 [1, count, d]. Refuses rows past
-  // max_len, as WeNet does (an utterance longer than the table).
-  Tensor rows(int64_t offset, int64_t count) const;
+  // Rows [offset, offset + count) as [1, count, d] in `dtype` on `device`.
+  // A loaded table is sliced where it lives (the model's dtype and device);
+  // otherwise the rows are computed on the host in float32, then converted
+  // once and moved. Refuses rows past max_len, as WeNet does (an utterance
+  // longer than the table).
+  Tensor rows(int64_t offset, int64_t count, DType dtype = DType::kF32,
+              Device device = Device::cpu()) const;
   int64_t dim() const { return dim_; }
   int64_t max_len() const { return max_len_; }
 
@@ -62,13 +66,10 @@ class SequentialContainer : public Module {
 
 namespace u2pp_detail {
 
-// Concatenation of float32 tensors along `dim` (equal other dimensions) into
-// a new contiguous tensor. Parts with zero length along `dim` are allowed.
+// Concatenation of tensors of one dtype and device along `dim` (equal other
+// dimensions) into a new contiguous tensor on that device. Parts with zero
+// length along `dim` are allowed.
 Tensor concat(const std::vector<Tensor>& parts, int64_t dim);
-
-// Copies of `x` [B, T, C] with frames t >= lengths[b] set to 0 (WeNet's
-// masked_fill over padded frames). Returns x itself when nothing is padded.
-Tensor zero_padded_frames(const Tensor& x, std::span<const int64_t> lengths);
 
 // True when some lengths[b] < frames.
 bool has_padding(std::span<const int64_t> lengths, int64_t frames);
@@ -77,6 +78,11 @@ bool has_padding(std::span<const int64_t> lengths, int64_t frames);
 Tensor split_heads(const Tensor& x, int64_t heads);
 // [B, H, T, d_k] -> contiguous [B, T, H * d_k].
 Tensor merge_heads(const Tensor& x);
+
+// `x` converted to `like`'s dtype and moved to its device (x itself when
+// both already match): the model's float input and host-built tables enter
+// the device path here.
+Tensor to_like(const Tensor& x, const Tensor& like);
 
 // Lengths as int64 values from an int32/int64 CPU tensor of shape [B].
 std::vector<int64_t> lengths_vector(const Tensor& lengths, const char* what);

@@ -73,9 +73,10 @@ Tensor TransformerDecoder::forward(const Tensor& memory, const Tensor& memory_ma
   OASR_CHECK(memory.dim() == 3 && (memory.size(0) == rows || memory.size(0) == 1), kInvalidArgument,
              path(), ": memory must be [", rows, " or 1, T, D], got ", shape_str(memory.shape()));
 
-  // WeNet: ~make_pad_mask(lengths) & subsequent_mask, as [N, 1, L, L].
-  Tensor self_mask = Tensor::empty({rows, 1, steps, steps}, DType::kU8);
-  uint8_t* m = self_mask.data<uint8_t>();
+  // WeNet: ~make_pad_mask(lengths) & subsequent_mask, as [N, 1, L, L],
+  // built on the host and moved to the memory's device once.
+  Tensor host_self_mask = Tensor::empty({rows, 1, steps, steps}, DType::kU8);
+  uint8_t* m = host_self_mask.data<uint8_t>();
   for (int64_t n = 0; n < rows; ++n) {
     for (int64_t i = 0; i < steps; ++i) {
       for (int64_t j = 0; j < steps; ++j) {
@@ -90,11 +91,16 @@ Tensor TransformerDecoder::forward(const Tensor& memory, const Tensor& memory_ma
                    memory_mask.size(2) == memory.size(1),
                kInvalidArgument, path(), ": memory_mask must be uint8 [", memory.size(0), ", 1, ",
                memory.size(1), "], got ", shape_str(memory_mask.shape()));
-    memory_mask_4d = memory_mask.unsqueeze(1);
+    memory_mask_4d = memory_mask.unsqueeze(1).to(memory.device());
   }
+  const Tensor self_mask = host_self_mask.to(memory.device());
 
   // x * sqrt(d) + pe (WeNet's PositionalEncoding; two float32 roundings).
-  Tensor x = ops::add(ops::scale(embedding_->forward(tokens), xscale_), positions_->rows(0, steps));
+  // Token ids live on the host (the searches build them); the embedding
+  // gathers on the memory's device.
+  const Tensor embedded = embedding_->forward(tokens.to(memory.device()));
+  Tensor x = ops::add(ops::scale(embedded, xscale_),
+                      positions_->rows(0, steps, embedded.dtype(), embedded.device()));
   for (const auto& layer : decoders_) x = layer->forward(x, self_mask, memory, memory_mask_4d);
   if (normalize_before_) x = after_norm_->forward(x);
   return output_layer_->forward(x);

@@ -8,12 +8,13 @@
 #include "ops/activation.h"
 #include "ops/elementwise.h"
 #include "ops/glu.h"
+#include "ops/sequence_mask.h"
 
 namespace oasr::models {
 
 using u2pp_detail::concat;
 using u2pp_detail::has_padding;
-using u2pp_detail::zero_padded_frames;
+using u2pp_detail::to_like;
 
 // ---- Conv2dSubsampling ------------------------------------------------------------
 
@@ -76,6 +77,13 @@ Tensor Conv2dSubsampling::forward(const Tensor& x) const {
 
 // ---- ConvolutionModule ----------------------------------------------------------
 
+namespace {
+// WeNet's masked_fill over padded frames; an empty span means no padding.
+Tensor zero_padded_frames(const Tensor& x, std::span<const int64_t> valid_lengths) {
+  return valid_lengths.empty() ? x : ops::zero_tail_frames(x, valid_lengths);
+}
+}  // namespace
+
 ConvolutionModule::ConvolutionModule(int64_t channels, int64_t kernel_size, Activation activation,
                                      U2ppConvNorm norm, bool causal, bool bias, float norm_eps)
     : Module("ConvolutionModule"),
@@ -119,7 +127,7 @@ ConvolutionModule::Output ConvolutionModule::forward(const Tensor& x,
                  left_context_, "], got ", shape_str(cache.shape()));
       context = cache.transpose(1, 2);  // [B, K-1, C]
     } else {
-      context = Tensor::zeros({batch, left_context_, channels_}, DType::kF32);
+      context = Tensor::zeros({batch, left_context_, channels_}, x.dtype(), x.device());
     }
     input = concat({context, input}, 1);
     if (return_cache) {
@@ -255,11 +263,22 @@ ConformerEncoder::ConformerEncoder(const U2ppEncoderConfig& config)
   }
 }
 
+DType ConformerEncoder::dtype() const {
+  return after_norm_->param("weight").dtype();
+}
+
+Device ConformerEncoder::device() const {
+  return after_norm_->param("weight").device();
+}
+
 Tensor ConformerEncoder::embed_features(const Tensor& feats) const {
   OASR_CHECK(feats.dim() == 3 && feats.size(2) == config_.input_dim, kInvalidArgument,
              "U2++ encoder: features must be float32 [B, T, ", config_.input_dim, "], got ",
              shape_str(feats.shape()));
-  return embed_->forward(global_cmvn_ ? global_cmvn_->forward(feats) : feats);
+  // The fbank arrives as host float32; the encoder runs in the served dtype
+  // on the model's device (a no-op for the CPU float32 model).
+  const Tensor x = to_like(feats, after_norm_->param("weight"));
+  return embed_->forward(global_cmvn_ ? global_cmvn_->forward(x) : x);
 }
 
 Tensor ConformerEncoder::attention_mask(std::span<const int64_t> lengths, int64_t frames,
@@ -325,15 +344,17 @@ ConformerEncoder::Output ConformerEncoder::forward(const Tensor& feats, const Te
   const int64_t frames = x.size(1);
   std::vector<int64_t> out_lengths;
   for (int64_t n : input_lengths) out_lengths.push_back(std::min(embed_->output_frames(n), frames));
+  // Built on the host as uint8, moved once per call.
   const Tensor mask =
       attention_mask(out_lengths, frames, decoding_chunk_size, num_decoding_left_chunks);
-  const Tensor pos_emb = embed_->positions().rows(0, frames);
+  const Tensor device_mask = mask.defined() ? mask.to(x.device()) : Tensor();
+  const Tensor pos_emb = embed_->positions().rows(0, frames, x.dtype(), x.device());
   // The convolution modules zero padded frames only when something is padded.
   const std::span<const int64_t> valid = has_padding(out_lengths, frames)
                                              ? std::span<const int64_t>(out_lengths)
                                              : std::span<const int64_t>();
   for (const auto& layer : encoders_) {
-    x = layer->forward(x, mask, pos_emb, valid, Tensor(), Tensor(), false).x;
+    x = layer->forward(x, device_mask, pos_emb, valid, Tensor(), Tensor(), false).x;
   }
   if (apply_after_norm_) x = after_norm_->forward(x);
   return {x, Tensor::from_vector<int64_t>(out_lengths, {static_cast<int64_t>(out_lengths.size())})};
@@ -372,7 +393,7 @@ ConformerEncoder::ChunkOutput ConformerEncoder::forward_chunk(const Tensor& xs, 
   Tensor x = embed_features(xs);
   const int64_t chunk_frames = x.size(1);
   const int64_t keys = cached + chunk_frames;
-  const Tensor pos_emb = embed_->positions().rows(offset - cached, keys);
+  const Tensor pos_emb = embed_->positions().rows(offset - cached, keys, x.dtype(), x.device());
   int64_t next_cache_start = 0;
   if (required_cache_size == 0) {
     next_cache_start = keys;
@@ -395,10 +416,12 @@ ConformerEncoder::ChunkOutput ConformerEncoder::forward_chunk(const Tensor& xs, 
 
   ChunkOutput output;
   output.out = x;
-  output.att_cache =
-      layers_count > 0 ? concat(new_att, 0) : Tensor::empty({0, heads, 0, 2 * d_k}, DType::kF32);
-  output.cnn_cache =
-      !new_cnn.empty() ? concat(new_cnn, 0) : Tensor::empty({layers_count, 0, 0, 0}, DType::kF32);
+  output.att_cache = layers_count > 0
+                         ? concat(new_att, 0)
+                         : Tensor::empty({0, heads, 0, 2 * d_k}, x.dtype(), x.device());
+  output.cnn_cache = !new_cnn.empty()
+                         ? concat(new_cnn, 0)
+                         : Tensor::empty({layers_count, 0, 0, 0}, x.dtype(), x.device());
   return output;
 }
 
@@ -433,7 +456,7 @@ Tensor ConformerEncoder::forward_chunk_by_chunk(const Tensor& feats, int64_t dec
     cnn_cache = chunk.cnn_cache;
     outputs.push_back(chunk.out);
   }
-  if (outputs.empty()) return Tensor::empty({1, 0, config_.output_size}, DType::kF32);
+  if (outputs.empty()) return Tensor::empty({1, 0, config_.output_size}, dtype(), device());
   return outputs.size() == 1 ? outputs.front() : concat(outputs, 1);
 }
 

@@ -126,8 +126,10 @@ class ConformerEncoder : public Module {
     Tensor lengths;  // int64 [B]: valid encoder frames per row
   };
   // WeNet's BaseEncoder.forward at inference. feats float32 [B, T, F] fbank
-  // (before CMVN), rows padded with anything after lengths[b] (int32/int64
-  // [B]). decoding_chunk_size < 0: full attention; > 0: WeNet's chunk mask
+  // (before CMVN; any device, converted to the model's dtype and device),
+  // rows padded with anything after lengths[b] (int32/int64 [B], on the
+  // host). The output is in the model's dtype on its device; lengths stay
+  // on the host. decoding_chunk_size < 0: full attention; > 0: WeNet's chunk mask
   // with num_decoding_left_chunks (< 0: all left chunks) when the model was
   // trained with use_dynamic_chunk; static_chunk_size > 0 models always use
   // their static chunk. 0 (WeNet's random training chunk) is refused.
@@ -156,6 +158,9 @@ class ConformerEncoder : public Module {
   const U2ppEncoderConfig& config() const { return config_; }
   SubsamplingGeometry subsampling() const { return embed_->geometry(); }
   int64_t output_size() const { return config_.output_size; }
+  // The served dtype and device of the parameters (and so of the outputs).
+  DType dtype() const;
+  Device device() const;
 
  private:
   // (B, 1, 1|T, T) uint8 attention mask, or undefined when every key is

@@ -13,7 +13,10 @@ CtcHead::CtcHead(int64_t dim, int64_t vocab_size) : Module("CTC") {
 }
 
 Tensor CtcHead::log_softmax(const Tensor& x) const {
-  return ops::log_softmax(ctc_lo_->forward(x), -1);
+  // The logits come in the served dtype; the normalisation runs in float32
+  // (a no-op conversion for a float32 model) so that 16-bit serving hands
+  // the searches log-probs rounded once, not a 16-bit log_softmax.
+  return ops::log_softmax(ctc_lo_->forward(x).to(DType::kF32), -1);
 }
 
 namespace {
@@ -71,7 +74,8 @@ ConformerEncoder::Output U2ppModel::encode(const Tensor& feats, const Tensor& le
     return {rows.front(), Tensor::from_vector<int64_t>(out_lengths, {1})};
   }
   const int64_t batch = static_cast<int64_t>(rows.size());
-  Tensor out = Tensor::zeros({batch, longest, config_.encoder.output_size}, DType::kF32);
+  Tensor out = Tensor::zeros({batch, longest, config_.encoder.output_size}, rows.front().dtype(),
+                             rows.front().device());
   for (int64_t b = 0; b < batch; ++b) {
     const Tensor& row = rows[static_cast<size_t>(b)];
     if (row.size(1) > 0) out.narrow(0, b, 1).narrow(1, 0, row.size(1)).copy_(row);
@@ -96,13 +100,18 @@ AttentionDecoderLogProbs U2ppModel::forward_attention_decoder(const Tensor& enco
   AttentionDecoderLogProbs out;
   const TransformerDecoder& left =
       bidirectional_ ? bidirectional_->left_decoder() : *unidirectional_;
-  out.left = ops::log_softmax(left.forward(encoder_out, Tensor(), hyps, hyps_lens), -1);
+  // Logits in the served dtype, log_softmax in float32 on the device (as the
+  // CTC head does); the caller brings the scores to the host.
+  out.left =
+      ops::log_softmax(left.forward(encoder_out, Tensor(), hyps, hyps_lens).to(DType::kF32), -1);
   if (reverse_weight > 0.0 && bidirectional_) {
     OASR_CHECK(r_hyps.defined() && r_hyps.shape() == hyps.shape(), kInvalidArgument,
                "U2++ forward_attention_decoder: reverse_weight > 0 needs r_hyps shaped like hyps ",
                shape_str(hyps.shape()));
-    out.right = ops::log_softmax(
-        bidirectional_->right_decoder().forward(encoder_out, Tensor(), r_hyps, hyps_lens), -1);
+    out.right = ops::log_softmax(bidirectional_->right_decoder()
+                                     .forward(encoder_out, Tensor(), r_hyps, hyps_lens)
+                                     .to(DType::kF32),
+                                 -1);
   }
   return out;
 }

@@ -13,7 +13,11 @@
 //   // rescoring, per utterance b (its first enc.lengths[b] frames):
 //   auto dec = model->forward_attention_decoder(enc_b, hyps, hyps_lens, r_hyps, 0.5);
 //
-// CPU float32. Streaming sessions use U2ppStreamingEncoder
+// CPU float32, or on a CUDA device in float32/float16/bfloat16 after
+// model.to(dtype) and model.to(device) (materialize_u2pp_model does both):
+// inputs (fbank, token ids) arrive on the host and are moved; lengths stay
+// host int64; encoder outputs are in the served dtype on the device; CTC and
+// decoder log-probs are float32 on the device. Streaming sessions use U2ppStreamingEncoder
 // (u2pp_streaming.h), or encoder().forward_chunk with WeNet's caches.
 #pragma once
 
@@ -72,7 +76,8 @@ class U2ppModel : public Module {
   ConformerEncoder::Output encode(const Tensor& feats, const Tensor& lengths,
                                   const U2ppEncodeOptions& options = {}) const;
 
-  // CTC log-probabilities [B, T', V] of an encoder output [B, T', D].
+  // CTC log-probabilities [B, T', V] of an encoder output [B, T', D]:
+  // float32 (log_softmax over the served-dtype logits) on the model's device.
   Tensor ctc_log_probs(const Tensor& encoder_out) const;
 
   // WeNet's forward_attention_decoder for one utterance: encoder_out

@@ -39,8 +39,9 @@ Tensor U2ppStreamingEncoder::accept(const Tensor& fbank) {
              "U2++ streaming: accept() after finish(); call reset() for a new utterance");
   const bool rank2 = fbank.dim() == 2;
   OASR_CHECK((rank2 || (fbank.dim() == 3 && fbank.size(0) == 1)) &&
-                 fbank.size(-1) == feature_dim_ && fbank.dtype() == DType::kF32,
-             kInvalidArgument, "U2++ streaming: fbank must be float32 [n, ", feature_dim_,
+                 fbank.size(-1) == feature_dim_ && fbank.dtype() == DType::kF32 &&
+                 fbank.device().is_cpu(),
+             kInvalidArgument, "U2++ streaming: fbank must be host float32 [n, ", feature_dim_,
              "] or [1, n, ", feature_dim_, "], got ", fbank.str());
   const Tensor frames = fbank.contiguous();
   const float* data = frames.data<float>();
@@ -76,7 +77,7 @@ Tensor U2ppStreamingEncoder::drain(bool flush) {
     buffer_.erase(buffer_.begin(), buffer_.begin() + consumed * feature_dim_);
   }
   if (outputs.empty()) {
-    return Tensor::empty({1, 0, encoder_.output_size()}, DType::kF32);
+    return Tensor::empty({1, 0, encoder_.output_size()}, encoder_.dtype(), encoder_.device());
   }
   return outputs.size() == 1 ? outputs.front() : u2pp_detail::concat(outputs, 1);
 }

@@ -1,6 +1,7 @@
-// The elementwise activation op: y = act(x) over a float32 tensor, with the
-// shared host/device implementation of core/activations.h (so a CUDA body
-// will return the same bits).
+// The elementwise activation op: y = act(x), with the shared host/device
+// implementation of core/activations.h, so the CUDA body returns the CPU's
+// bits for float32. CPU: float32; CUDA: float32, float16, bfloat16 (computed
+// in float32, rounded once to the dtype).
 #pragma once
 
 #include "core/activations.h"

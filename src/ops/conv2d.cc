@@ -3,6 +3,9 @@
 #include "core/error.h"
 #include "ops/cpu/conv2d.h"
 #include "ops/front_checks.h"
+#if OASR_WITH_CUDA
+#include "ops/cuda/conv2d.h"
+#endif
 
 namespace oasr::ops {
 
@@ -11,9 +14,9 @@ Tensor conv2d(const Tensor& x, const Tensor& weight, const Tensor& bias,
   constexpr const char* kOp = "conv2d";
   detail::check_defined(kOp, "x", x);
   detail::check_defined(kOp, "weight", weight);
-  detail::select_device(kOp, {{"x", x}, {"weight", weight}, {"bias", bias}});
-  detail::check_float32(kOp, "x", x);
-  detail::check_float32(kOp, "weight", weight);
+  const Device device = detail::serving_device(kOp, {{"x", x}, {"weight", weight}, {"bias", bias}});
+  detail::check_float(kOp, "x", x, device);
+  detail::check_float(kOp, "weight", weight, device);
   detail::check_rank(kOp, "x", x, 4);
   detail::check_rank(kOp, "weight", weight, 4);
   OASR_CHECK(options.groups == 1, kUnsupported, kOp, ": groups=", options.groups,
@@ -49,7 +52,7 @@ Tensor conv2d(const Tensor& x, const Tensor& weight, const Tensor& bias,
              ") is larger than the padded input (", padded_h, ", ", padded_w, ") of x ",
              shape_str(x.shape()));
   if (bias.defined()) {
-    detail::check_float32(kOp, "bias", bias);
+    detail::check_float(kOp, "bias", bias, device);
     OASR_CHECK(bias.dim() == 1 && bias.size(0) == shape.out_channels, kInvalidArgument, kOp,
                ": bias must be [", shape.out_channels, "] to match weight ",
                shape_str(weight.shape()), ", got ", shape_str(bias.shape()));
@@ -57,11 +60,20 @@ Tensor conv2d(const Tensor& x, const Tensor& weight, const Tensor& bias,
   shape.out_h = (padded_h - shape.kernel_h) / shape.stride_h + 1;
   shape.out_w = (padded_w - shape.kernel_w) / shape.stride_w + 1;
 
+  detail::check_same_dtype(kOp, {{"x", x}, {"weight", weight}, {"bias", bias}});
+
   Tensor out =
-      Tensor::empty({shape.batch, shape.out_channels, shape.out_h, shape.out_w}, DType::kF32);
+      Tensor::empty({shape.batch, shape.out_channels, shape.out_h, shape.out_w}, x.dtype(), device);
   const Tensor x_c = x.contiguous();
   const Tensor weight_c = weight.contiguous();
   const Tensor bias_c = bias.defined() ? bias.contiguous() : Tensor();
+#if OASR_WITH_CUDA
+  if (device.is_cuda()) {
+    cuda::conv2d(x_c, weight_c, bias_c, out, shape);
+    return out;
+  }
+#endif
+  OASR_CHECK(device.is_cpu(), kInternal, kOp, ": no body serves ", device.str(), " in this build");
   cpu::conv2d_f32(x_c.data<float>(), weight_c.data<float>(),
                   bias_c.defined() ? bias_c.data<float>() : nullptr, out.data<float>(), shape);
   return out;

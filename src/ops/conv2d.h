@@ -1,5 +1,6 @@
-// 2-d convolution over NCHW float32 tensors, as torch.nn.functional.conv2d
-// with dilation 1 (WeNet's Conv2dSubsampling front end and similar).
+// 2-d convolution over NCHW tensors (float32 on the CPU; float32, float16 or
+// bfloat16 on CUDA), as torch.nn.functional.conv2d with dilation 1 (WeNet's
+// Conv2dSubsampling front end and similar).
 #pragma once
 
 #include <cstdint>

@@ -3,6 +3,9 @@
 #include "core/error.h"
 #include "ops/cpu/depthwise_conv1d.h"
 #include "ops/front_checks.h"
+#if OASR_WITH_CUDA
+#include "ops/cuda/depthwise_conv1d.h"
+#endif
 
 namespace oasr::ops {
 
@@ -11,9 +14,9 @@ Tensor depthwise_conv1d(const Tensor& x, const Tensor& weight, const Tensor& bia
   constexpr const char* kOp = "depthwise_conv1d";
   detail::check_defined(kOp, "x", x);
   detail::check_defined(kOp, "weight", weight);
-  detail::select_device(kOp, {{"x", x}, {"weight", weight}, {"bias", bias}});
-  detail::check_float32(kOp, "x", x);
-  detail::check_float32(kOp, "weight", weight);
+  const Device device = detail::serving_device(kOp, {{"x", x}, {"weight", weight}, {"bias", bias}});
+  detail::check_float(kOp, "x", x, device);
+  detail::check_float(kOp, "weight", weight, device);
   detail::check_rank(kOp, "x", x, 3);
   detail::check_rank(kOp, "weight", weight, 3);
   const int64_t batch = x.size(0);
@@ -32,16 +35,28 @@ Tensor depthwise_conv1d(const Tensor& x, const Tensor& weight, const Tensor& bia
              " is larger than the padded input length ", padded, " (T=", length, " + left ",
              pad_left, " + right ", pad_right, ")");
   if (bias.defined()) {
-    detail::check_float32(kOp, "bias", bias);
+    detail::check_float(kOp, "bias", bias, device);
     OASR_CHECK(bias.dim() == 1 && bias.size(0) == channels, kInvalidArgument, kOp,
                ": bias must be [", channels, "], got ", shape_str(bias.shape()));
   }
 
+  detail::check_same_dtype(kOp, {{"x", x}, {"weight", weight}, {"bias", bias}});
+
   const int64_t out_length = padded - kernel + 1;
-  Tensor out = Tensor::empty({batch, channels, out_length}, DType::kF32);
+  Tensor out = Tensor::empty({batch, channels, out_length}, x.dtype(), device);
   const Tensor x_c = x.contiguous();
   const Tensor weight_c = weight.contiguous();
   const Tensor bias_c = bias.defined() ? bias.contiguous() : Tensor();
+#if OASR_WITH_CUDA
+  if (device.is_cuda()) {
+    cuda::depthwise_conv1d(x_c.raw_data(), weight_c.raw_data(),
+                           bias_c.defined() ? bias_c.raw_data() : nullptr, out.raw_data(),
+                           x.dtype(), device.index, batch, channels, length, kernel, pad_left,
+                           out_length);
+    return out;
+  }
+#endif
+  OASR_CHECK(device.is_cpu(), kInternal, kOp, ": no body serves ", device.str(), " in this build");
   cpu::depthwise_conv1d_f32(x_c.data<float>(), weight_c.data<float>(),
                             bias_c.defined() ? bias_c.data<float>() : nullptr, out.data<float>(),
                             batch, channels, length, kernel, pad_left, out_length);

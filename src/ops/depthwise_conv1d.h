@@ -1,7 +1,8 @@
 // Depthwise 1-d convolution (nn.Conv1d with groups = channels, stride 1,
 // dilation 1) with explicit zero padding on each side: the Conformer
 // convolution module's depthwise conv, causal (left K-1, right 0) or
-// symmetric ((K-1)/2 on each side).
+// symmetric ((K-1)/2 on each side). float32 on the CPU; float32, float16 or
+// bfloat16 on CUDA (all arguments one dtype and one device).
 #pragma once
 
 #include <cstdint>

@@ -3,23 +3,28 @@
 #include "core/error.h"
 #include "ops/cpu/elementwise.h"
 #include "ops/front_checks.h"
+#if OASR_WITH_CUDA
+#include "ops/cuda/elementwise.h"
+#endif
 
 namespace oasr::ops {
 namespace {
 
 struct BinaryArgs {
-  Tensor a;  // contiguous
-  Tensor b;  // contiguous
-  Tensor out;
+  Tensor a;         // contiguous
+  Tensor b;         // contiguous
+  Tensor out;       // a's shape, dtype and device
   int64_t b_numel;  // b repeats every b_numel elements of a
+  Device device;
 };
 
 BinaryArgs prepare_binary(const char* op, const Tensor& a, const Tensor& b) {
   detail::check_defined(op, "a", a);
   detail::check_defined(op, "b", b);
-  detail::select_device(op, {{"a", a}, {"b", b}});
-  detail::check_float32(op, "a", a);
-  detail::check_float32(op, "b", b);
+  const Device device = detail::serving_device(op, {{"a", a}, {"b", b}});
+  detail::check_float(op, "a", a, device);
+  detail::check_float(op, "b", b, device);
+  detail::check_same_dtype(op, {{"a", a}, {"b", b}});
 
   const Shape& a_shape = a.shape();
   const Shape& b_shape = b.shape();
@@ -33,13 +38,20 @@ BinaryArgs prepare_binary(const char* op, const Tensor& a, const Tensor& b) {
   OASR_CHECK(broadcastable, kInvalidArgument, op, ": b ", shape_str(b_shape),
              " does not broadcast to a ", shape_str(a_shape),
              " (b must equal a trailing part of a's shape, leading 1s allowed)");
-  return {a.contiguous(), b.contiguous(), Tensor::empty(a_shape, DType::kF32), b.numel()};
+  return {a.contiguous(), b.contiguous(), Tensor::empty(a_shape, a.dtype(), device), b.numel(),
+          device};
 }
 
 }  // namespace
 
 Tensor add(const Tensor& a, const Tensor& b) {
   BinaryArgs args = prepare_binary("add", a, b);
+#if OASR_WITH_CUDA
+  if (args.device.is_cuda()) {
+    cuda::add(args.a, args.b, args.out);
+    return args.out;
+  }
+#endif
   cpu::add_f32(args.a.data<float>(), args.b.data<float>(), args.out.data<float>(), args.a.numel(),
                args.b_numel);
   return args.out;
@@ -47,6 +59,12 @@ Tensor add(const Tensor& a, const Tensor& b) {
 
 Tensor mul(const Tensor& a, const Tensor& b) {
   BinaryArgs args = prepare_binary("mul", a, b);
+#if OASR_WITH_CUDA
+  if (args.device.is_cuda()) {
+    cuda::mul(args.a, args.b, args.out);
+    return args.out;
+  }
+#endif
   cpu::mul_f32(args.a.data<float>(), args.b.data<float>(), args.out.data<float>(), args.a.numel(),
                args.b_numel);
   return args.out;
@@ -54,6 +72,12 @@ Tensor mul(const Tensor& a, const Tensor& b) {
 
 Tensor add_scaled(const Tensor& a, const Tensor& b, float alpha) {
   BinaryArgs args = prepare_binary("add_scaled", a, b);
+#if OASR_WITH_CUDA
+  if (args.device.is_cuda()) {
+    cuda::add_scaled(args.a, args.b, alpha, args.out);
+    return args.out;
+  }
+#endif
   cpu::add_scaled_f32(args.a.data<float>(), args.b.data<float>(), alpha, args.out.data<float>(),
                       args.a.numel(), args.b_numel);
   return args.out;
@@ -62,10 +86,16 @@ Tensor add_scaled(const Tensor& a, const Tensor& b, float alpha) {
 Tensor scale(const Tensor& x, float factor) {
   constexpr const char* kOp = "scale";
   detail::check_defined(kOp, "x", x);
-  detail::select_device(kOp, {{"x", x}});
-  detail::check_float32(kOp, "x", x);
+  const Device device = detail::serving_device(kOp, {{"x", x}});
+  detail::check_float(kOp, "x", x, device);
   const Tensor x_c = x.contiguous();
-  Tensor out = Tensor::empty(x.shape(), DType::kF32);
+  Tensor out = Tensor::empty(x.shape(), x.dtype(), device);
+#if OASR_WITH_CUDA
+  if (device.is_cuda()) {
+    cuda::scale(x_c, factor, out);
+    return out;
+  }
+#endif
   cpu::scale_f32(x_c.data<float>(), factor, out.data<float>(), x.numel());
   return out;
 }

@@ -5,13 +5,18 @@
 #include "core/error.h"
 #include "ops/cpu/embedding.h"
 #include "ops/front_checks.h"
+#if OASR_WITH_CUDA
+#include "ops/cuda/embedding.h"
+#endif
 
 namespace oasr::ops {
 namespace {
 
-// The ids as int64, each checked against the vocabulary size.
+// The ids as int64, each checked against the vocabulary size. Ids on a GPU
+// are copied to the host for the check (they are few: tokens, not frames),
+// so an id out of range is refused before any kernel reads the table.
 std::vector<int64_t> checked_ids(const char* op, const Tensor& ids, int64_t vocab) {
-  const Tensor ids_c = ids.contiguous();
+  const Tensor ids_c = ids.to(Device::cpu()).contiguous();
   const int64_t count = ids_c.numel();
   std::vector<int64_t> out(static_cast<size_t>(count));
   for (int64_t i = 0; i < count; ++i) {
@@ -30,10 +35,10 @@ Tensor embedding(const Tensor& ids, const Tensor& table) {
   constexpr const char* kOp = "embedding";
   detail::check_defined(kOp, "ids", ids);
   detail::check_defined(kOp, "table", table);
-  detail::select_device(kOp, {{"ids", ids}, {"table", table}});
+  const Device device = detail::serving_device(kOp, {{"ids", ids}, {"table", table}});
   OASR_CHECK(ids.dtype() == DType::kI64 || ids.dtype() == DType::kI32, kInvalidArgument, kOp,
              ": ids must be int64 or int32, got ", dtype_name(ids.dtype()));
-  detail::check_float32(kOp, "table", table);
+  detail::check_float(kOp, "table", table, device);
   detail::check_rank(kOp, "table", table, 2);
   const int64_t vocab = table.size(0);
   const int64_t features = table.size(1);
@@ -41,8 +46,18 @@ Tensor embedding(const Tensor& ids, const Tensor& table) {
   const std::vector<int64_t> rows = checked_ids(kOp, ids, vocab);
   Shape out_shape = ids.shape();
   out_shape.push_back(features);
-  Tensor out = Tensor::empty(out_shape, DType::kF32);
+  Tensor out = Tensor::empty(out_shape, table.dtype(), device);
   const Tensor table_c = table.contiguous();
+#if OASR_WITH_CUDA
+  if (device.is_cuda()) {
+    const Tensor rows_on_device =
+        Tensor::from_vector(rows, {static_cast<int64_t>(rows.size())}).to(device);
+    cuda::embedding(rows_on_device.data<int64_t>(), static_cast<int64_t>(rows.size()),
+                    table_c.raw_data(), features, out.raw_data(), table.dtype(), device.index);
+    return out;
+  }
+#endif
+  OASR_CHECK(device.is_cpu(), kInternal, kOp, ": no body serves ", device.str(), " in this build");
   cpu::embedding_f32(rows.data(), static_cast<int64_t>(rows.size()), table_c.data<float>(),
                      features, out.data<float>());
   return out;

@@ -6,7 +6,8 @@
 
 namespace oasr::ops {
 
-// ids int64 or int32, any shape; table float32 [V, D] -> ids.shape + [D].
+// ids int64 or int32, any shape; table [V, D] (float32 on the CPU; float32,
+// float16 or bfloat16 on CUDA, ids on the same device) -> ids.shape + [D].
 // Every id must lie in [0, V); the first one that does not is refused,
 // naming it, its position and V.
 Tensor embedding(const Tensor& ids, const Tensor& table);

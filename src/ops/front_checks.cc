@@ -29,6 +29,51 @@ Device select_device(const char* op, std::initializer_list<NamedTensor> args) {
   return device;
 }
 
+Device serving_device(const char* op, std::initializer_list<NamedTensor> args) {
+  const NamedTensor* first = nullptr;
+  for (const NamedTensor& arg : args) {
+    if (!arg.tensor.defined()) continue;
+    if (first == nullptr) {
+      first = &arg;
+      continue;
+    }
+    OASR_CHECK(arg.tensor.device() == first->tensor.device(), kInvalidArgument, op,
+               ": arguments are on different devices ('", first->name, "' on ",
+               first->tensor.device().str(), ", '", arg.name, "' on ", arg.tensor.device().str(),
+               "); move them to one device");
+  }
+  return first != nullptr ? first->tensor.device() : Device::cpu();
+}
+
+void check_float(const char* op, const char* arg, const Tensor& tensor, Device device) {
+  if (device.is_cpu()) {
+    check_float32(op, arg, tensor);
+    return;
+  }
+  const DType dtype = tensor.dtype();
+  if (dtype == DType::kF32 || dtype == DType::kF16 || dtype == DType::kBF16) return;
+  OASR_CHECK(!dtype_is_floating(dtype), kUnsupported, op, ": argument '", arg, "' is ",
+             dtype_name(dtype), "; the CUDA body of ", op,
+             " serves float32, float16 and bfloat16 (convert with to(dtype))");
+  OASR_THROW(kInvalidArgument, op, ": argument '", arg,
+             "' must be a float32, float16 or bfloat16 tensor, got ", dtype_name(dtype));
+}
+
+void check_same_dtype(const char* op, std::initializer_list<NamedTensor> args) {
+  const NamedTensor* first = nullptr;
+  for (const NamedTensor& arg : args) {
+    if (!arg.tensor.defined()) continue;
+    if (first == nullptr) {
+      first = &arg;
+      continue;
+    }
+    OASR_CHECK(arg.tensor.dtype() == first->tensor.dtype(), kInvalidArgument, op,
+               ": arguments have different dtypes ('", first->name, "' is ",
+               dtype_name(first->tensor.dtype()), ", '", arg.name, "' is ",
+               dtype_name(arg.tensor.dtype()), "); convert them to one dtype");
+  }
+}
+
 void check_float32(const char* op, const char* arg, const Tensor& tensor) {
   const DType dtype = tensor.dtype();
   if (dtype == DType::kF32) return;

@@ -23,6 +23,21 @@ void check_defined(const char* op, const char* arg, const Tensor& tensor);
 // tensor is refused with kUnsupported rather than copied to the host.
 Device select_device(const char* op, std::initializer_list<NamedTensor> args);
 
+// The device the op runs on, for a front that has a CUDA body: the one
+// device all defined `args` share (a mix is kInvalidArgument). CPU or CUDA;
+// a CUDA tensor can only exist in a CUDA build. Fronts whose op has no CUDA
+// body yet keep calling select_device(), which refuses CUDA by name.
+Device serving_device(const char* op, std::initializer_list<NamedTensor> args);
+
+// Refuses a dtype the body on `device` cannot serve: the CPU bodies serve
+// float32 only; the CUDA bodies serve float32, float16 and bfloat16 (each
+// computing in float32 and rounding once to the tensor's dtype).
+void check_float(const char* op, const char* arg, const Tensor& tensor, Device device);
+
+// Refuses arguments whose (floating) dtypes differ, naming both; undefined
+// tensors are ignored. Ops never convert silently.
+void check_same_dtype(const char* op, std::initializer_list<NamedTensor> args);
+
 // Refuses anything but float32: another float format is kUnsupported (the
 // CPU body serves float32 only), a non-float dtype is kInvalidArgument.
 void check_float32(const char* op, const char* arg, const Tensor& tensor);

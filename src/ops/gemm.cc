@@ -3,20 +3,34 @@
 #include "core/error.h"
 #include "ops/cpu/gemm.h"
 #include "ops/front_checks.h"
+#if OASR_WITH_CUDA
+#include "ops/cuda/gemm.h"
+#endif
 
 namespace oasr::ops {
 
 using detail::check_defined;
-using detail::check_float32;
-using detail::select_device;
+using detail::check_float;
+using detail::check_same_dtype;
+using detail::serving_device;
+
+namespace {
+
+// The CPU bodies exist in every build; a CUDA tensor can only exist in a
+// CUDA build, so reaching the CPU body with one is a bug, not a user error.
+void check_host(const char* op, Device device) {
+  OASR_CHECK(device.is_cpu(), kInternal, op, ": no body serves ", device.str(), " in this build");
+}
+
+}  // namespace
 
 Tensor linear(const Tensor& x, const Tensor& weight, const Tensor& bias) {
   constexpr const char* kOp = "linear";
   check_defined(kOp, "x", x);
   check_defined(kOp, "weight", weight);
-  select_device(kOp, {{"x", x}, {"weight", weight}, {"bias", bias}});
-  check_float32(kOp, "x", x);
-  check_float32(kOp, "weight", weight);
+  const Device device = serving_device(kOp, {{"x", x}, {"weight", weight}, {"bias", bias}});
+  check_float(kOp, "x", x, device);
+  check_float(kOp, "weight", weight, device);
   detail::check_rank(kOp, "weight", weight, 2);
   OASR_CHECK(x.dim() >= 1, kInvalidArgument, kOp, ": x must have at least one dimension, got ",
              shape_str(x.shape()));
@@ -26,19 +40,30 @@ Tensor linear(const Tensor& x, const Tensor& weight, const Tensor& bias) {
              " has ", x.size(-1), " input features but weight ", shape_str(weight.shape()),
              " ([out_features, in_features]) expects ", in_features);
   if (bias.defined()) {
-    check_float32(kOp, "bias", bias);
+    check_float(kOp, "bias", bias, device);
     OASR_CHECK(bias.dim() == 1 && bias.size(0) == out_features, kInvalidArgument, kOp,
                ": bias must be [", out_features, "] to match weight ", shape_str(weight.shape()),
                ", got ", shape_str(bias.shape()));
   }
 
+  check_same_dtype(kOp, {{"x", x}, {"weight", weight}, {"bias", bias}});
+
   Shape out_shape = x.shape();
   out_shape.back() = out_features;
-  Tensor out = Tensor::empty(out_shape, DType::kF32);
+  Tensor out = Tensor::empty(out_shape, x.dtype(), device);
   const int64_t rows = detail::span_numel(x.shape(), 0, x.dim() - 1);
   const Tensor x_c = x.contiguous();
   const Tensor weight_c = weight.contiguous();
   const Tensor bias_c = bias.defined() ? bias.contiguous() : Tensor();
+#if OASR_WITH_CUDA
+  if (device.is_cuda()) {
+    cuda::linear(x_c.raw_data(), weight_c.raw_data(),
+                 bias_c.defined() ? bias_c.raw_data() : nullptr, out.raw_data(), x.dtype(),
+                 device.index, rows, out_features, in_features);
+    return out;
+  }
+#endif
+  check_host(kOp, device);
   cpu::linear_f32(x_c.data<float>(), weight_c.data<float>(),
                   bias_c.defined() ? bias_c.data<float>() : nullptr, out.data<float>(), rows,
                   out_features, in_features);
@@ -49,9 +74,10 @@ Tensor matmul(const Tensor& a, const Tensor& b, bool transpose_b) {
   constexpr const char* kOp = "matmul";
   check_defined(kOp, "a", a);
   check_defined(kOp, "b", b);
-  select_device(kOp, {{"a", a}, {"b", b}});
-  check_float32(kOp, "a", a);
-  check_float32(kOp, "b", b);
+  const Device device = serving_device(kOp, {{"a", a}, {"b", b}});
+  check_float(kOp, "a", a, device);
+  check_float(kOp, "b", b, device);
+  check_same_dtype(kOp, {{"a", a}, {"b", b}});
   OASR_CHECK(a.dim() >= 2 && a.dim() == b.dim(), kInvalidArgument, kOp,
              ": a and b must have the same rank (2 or more), got a ", shape_str(a.shape()),
              " and b ", shape_str(b.shape()));
@@ -71,10 +97,18 @@ Tensor matmul(const Tensor& a, const Tensor& b, bool transpose_b) {
 
   Shape out_shape = a.shape();
   out_shape[rank - 1] = n;
-  Tensor out = Tensor::empty(out_shape, DType::kF32);
+  Tensor out = Tensor::empty(out_shape, a.dtype(), device);
   const int64_t batch = detail::span_numel(a.shape(), 0, rank - 2);
   const Tensor a_c = a.contiguous();
   const Tensor b_c = b.contiguous();
+#if OASR_WITH_CUDA
+  if (device.is_cuda()) {
+    cuda::matmul(a_c.raw_data(), b_c.raw_data(), out.raw_data(), a.dtype(), device.index, batch, m,
+                 n, k, transpose_b);
+    return out;
+  }
+#endif
+  check_host(kOp, device);
   cpu::matmul_f32(a_c.data<float>(), b_c.data<float>(), out.data<float>(), batch, m, n, k,
                   transpose_b);
   return out;

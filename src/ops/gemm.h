@@ -1,6 +1,8 @@
-// fp32 matrix products. linear() is nn.Linear's y = x W^T + b (weights in
-// PyTorch's [out_features, in_features] layout, as checkpoints store them);
-// matmul() is the plain, optionally batched product attention needs.
+// Matrix products: float32 on the CPU; float32, float16 or bfloat16 on CUDA
+// (all operands one dtype and one device; the result has both). linear() is
+// nn.Linear's y = x W^T + b (weights in PyTorch's [out_features,
+// in_features] layout, as checkpoints store them); matmul() is the plain,
+// optionally batched product attention needs.
 #pragma once
 
 #include "core/tensor.h"

@@ -3,14 +3,17 @@
 #include "core/error.h"
 #include "ops/cpu/glu.h"
 #include "ops/front_checks.h"
+#if OASR_WITH_CUDA
+#include "ops/cuda/glu.h"
+#endif
 
 namespace oasr::ops {
 
 Tensor glu(const Tensor& x, int64_t dim) {
   constexpr const char* kOp = "glu";
   detail::check_defined(kOp, "x", x);
-  detail::select_device(kOp, {{"x", x}});
-  detail::check_float32(kOp, "x", x);
+  const Device device = detail::serving_device(kOp, {{"x", x}});
+  detail::check_float(kOp, "x", x, device);
   OASR_CHECK(x.dim() >= 1, kInvalidArgument, kOp, ": x must have at least one dimension, got ",
              shape_str(x.shape()));
   const int64_t axis = detail::wrap_dim(kOp, dim, x.dim());
@@ -20,10 +23,17 @@ Tensor glu(const Tensor& x, int64_t dim) {
 
   Shape out_shape = x.shape();
   out_shape[axis] = size / 2;
-  Tensor out = Tensor::empty(out_shape, DType::kF32);
+  Tensor out = Tensor::empty(out_shape, x.dtype(), device);
   const Tensor x_c = x.contiguous();
-  cpu::glu_f32(x_c.data<float>(), out.data<float>(), detail::span_numel(x.shape(), 0, axis),
-               size / 2, detail::span_numel(x.shape(), axis + 1, x.dim()));
+  const int64_t outer = detail::span_numel(x.shape(), 0, axis);
+  const int64_t inner = detail::span_numel(x.shape(), axis + 1, x.dim());
+#if OASR_WITH_CUDA
+  if (device.is_cuda()) {
+    cuda::glu(x_c, out, outer, size / 2, inner);
+    return out;
+  }
+#endif
+  cpu::glu_f32(x_c.data<float>(), out.data<float>(), outer, size / 2, inner);
   return out;
 }
 

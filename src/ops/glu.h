@@ -9,7 +9,9 @@
 
 namespace oasr::ops {
 
-// x float32 whose size along `dim` is even -> that size halved.
+// x whose size along `dim` is even -> that size halved, same dtype and
+// device. CPU: float32; CUDA: float32, float16, bfloat16 (float32 math, one
+// rounding; float32 gives the CPU's bits).
 Tensor glu(const Tensor& x, int64_t dim = -1);
 
 }  // namespace oasr::ops

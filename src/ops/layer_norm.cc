@@ -3,23 +3,28 @@
 #include "core/error.h"
 #include "ops/cpu/layer_norm.h"
 #include "ops/front_checks.h"
+#if OASR_WITH_CUDA
+#include "ops/cuda/layer_norm.h"
+#endif
 
 namespace oasr::ops {
 namespace {
 
-using detail::check_float32;
+using detail::check_float;
 using detail::NamedTensor;
 
-// Validates x and the optional affine parameters; returns D.
-int64_t check_norm_args(const char* op, const Tensor& x, const Tensor& weight, const Tensor& bias) {
-  check_float32(op, "x", x);
+// Validates x and the optional affine parameters for the body on `device`;
+// returns D.
+int64_t check_norm_args(const char* op, const Tensor& x, const Tensor& weight, const Tensor& bias,
+                        Device device) {
+  check_float(op, "x", x, device);
   OASR_CHECK(x.dim() >= 1, kInvalidArgument, op, ": x must have at least one dimension, got ",
              shape_str(x.shape()));
   const int64_t features = x.size(-1);
   const NamedTensor params[] = {{"weight", weight}, {"bias", bias}};
   for (const auto& [name, param] : params) {
     if (!param.defined()) continue;
-    check_float32(op, name, param);
+    check_float(op, name, param, device);
     OASR_CHECK(param.dim() == 1 && param.size(0) == features, kInvalidArgument, op, ": ", name,
                " must be [", features, "] to match the last dimension of x ", shape_str(x.shape()),
                ", got ", shape_str(param.shape()));
@@ -36,19 +41,29 @@ AddLayerNormResult fused_add_norm(const char* op, const Tensor& x, const Tensor&
                                   float eps) {
   detail::check_defined(op, "x", x);
   detail::check_defined(op, "residual", residual);
-  detail::select_device(op, {{"x", x}, {"residual", residual}, {"weight", weight}, {"bias", bias}});
-  const int64_t features = check_norm_args(op, x, weight, bias);
-  check_float32(op, "residual", residual);
+  const Device device = detail::serving_device(
+      op, {{"x", x}, {"residual", residual}, {"weight", weight}, {"bias", bias}});
+  const int64_t features = check_norm_args(op, x, weight, bias, device);
+  check_float(op, "residual", residual, device);
   OASR_CHECK(residual.shape() == x.shape(), kInvalidArgument, op, ": residual ",
              shape_str(residual.shape()), " and x ", shape_str(x.shape()),
              " must have the same shape");
+  detail::check_same_dtype(op,
+                           {{"x", x}, {"residual", residual}, {"weight", weight}, {"bias", bias}});
 
   const Tensor x_c = x.contiguous();
   const Tensor residual_c = residual.contiguous();
   const Tensor weight_c = weight.defined() ? weight.contiguous() : Tensor();
   const Tensor bias_c = bias.defined() ? bias.contiguous() : Tensor();
-  AddLayerNormResult result{Tensor::empty(x.shape(), DType::kF32),
-                            Tensor::empty(x.shape(), DType::kF32)};
+  AddLayerNormResult result{Tensor::empty(x.shape(), x.dtype(), device),
+                            Tensor::empty(x.shape(), x.dtype(), device)};
+#if OASR_WITH_CUDA
+  if (device.is_cuda()) {
+    cuda::add_scaled_layer_norm(x_c, residual_c, alpha, weight_c, bias_c, eps, result.sum,
+                                result.normalized);
+    return result;
+  }
+#endif
   const int64_t rows = detail::span_numel(x.shape(), 0, x.dim() - 1);
   cpu::add_scaled_layer_norm_f32(x_c.data<float>(), residual_c.data<float>(), alpha,
                                  data_or_null(weight_c), data_or_null(bias_c),
@@ -62,13 +77,20 @@ AddLayerNormResult fused_add_norm(const char* op, const Tensor& x, const Tensor&
 Tensor layer_norm(const Tensor& x, const Tensor& weight, const Tensor& bias, float eps) {
   constexpr const char* kOp = "layer_norm";
   detail::check_defined(kOp, "x", x);
-  detail::select_device(kOp, {{"x", x}, {"weight", weight}, {"bias", bias}});
-  const int64_t features = check_norm_args(kOp, x, weight, bias);
+  const Device device = detail::serving_device(kOp, {{"x", x}, {"weight", weight}, {"bias", bias}});
+  const int64_t features = check_norm_args(kOp, x, weight, bias, device);
+  detail::check_same_dtype(kOp, {{"x", x}, {"weight", weight}, {"bias", bias}});
 
   const Tensor x_c = x.contiguous();
   const Tensor weight_c = weight.defined() ? weight.contiguous() : Tensor();
   const Tensor bias_c = bias.defined() ? bias.contiguous() : Tensor();
-  Tensor out = Tensor::empty(x.shape(), DType::kF32);
+  Tensor out = Tensor::empty(x.shape(), x.dtype(), device);
+#if OASR_WITH_CUDA
+  if (device.is_cuda()) {
+    cuda::layer_norm(x_c, weight_c, bias_c, eps, out);
+    return out;
+  }
+#endif
   const int64_t rows = detail::span_numel(x.shape(), 0, x.dim() - 1);
   cpu::layer_norm_f32(x_c.data<float>(), data_or_null(weight_c), data_or_null(bias_c),
                       out.data<float>(), rows, features, eps);

@@ -9,9 +9,11 @@
 
 namespace oasr::ops {
 
-// log(softmax(x)) along `dim` (negative counts from the end), float32, any
-// shape. A row holding +inf or NaN gives NaN where PyTorch does; a row of
-// -inf gives NaN (log of an empty sum), as PyTorch does.
+// log(softmax(x)) along `dim` (negative counts from the end), any shape;
+// the result has x's dtype and device. CPU: float32; CUDA: float32, float16,
+// bfloat16 (float32 math, one rounding; see ops/cuda/log_softmax.h). A row
+// holding +inf or NaN gives NaN where PyTorch does; a row of -inf gives NaN
+// (log of an empty sum), as PyTorch does.
 Tensor log_softmax(const Tensor& x, int64_t dim = -1);
 
 }  // namespace oasr::ops

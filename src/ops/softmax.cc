@@ -5,13 +5,18 @@
 #include "core/error.h"
 #include "ops/cpu/softmax.h"
 #include "ops/front_checks.h"
+#if OASR_WITH_CUDA
+#include "ops/cuda/softmax.h"
+#endif
 
 namespace oasr::ops {
 namespace {
 
-// The mask as a contiguous uint8 tensor of exactly `target`'s shape (the CPU
-// body indexes it like x). A mask of x's shape is used as is.
-Tensor broadcast_mask(const char* op, const Tensor& mask, const Shape& target) {
+// Per dimension of `target` (x's shape): the element step in the contiguous
+// `mask` (PyTorch's broadcasting rule), 0 where the mask is broadcast. A mask
+// that does not broadcast to x is refused naming both shapes.
+std::vector<int64_t> broadcast_mask_strides(const char* op, const Tensor& mask,
+                                            const Shape& target) {
   const int64_t rank = static_cast<int64_t>(target.size());
   const int64_t lead = rank - mask.dim();
   const auto refuse = [&] {
@@ -20,19 +25,25 @@ Tensor broadcast_mask(const char* op, const Tensor& mask, const Shape& target) {
                " (aligned from the right, each mask dimension must be 1 or equal to x's)");
   };
   if (lead < 0) refuse();
-  const Tensor source = mask.contiguous();
-  if (source.shape() == target) return source;
-
-  // Per target dimension: the step in the source, 0 where the mask is broadcast.
-  std::vector<int64_t> source_strides(rank, 0);
+  const Shape mask_strides = contiguous_strides(mask.shape());
+  std::vector<int64_t> strides(rank, 0);
   for (int64_t d = 0; d < mask.dim(); ++d) {
     const int64_t size = mask.size(d);
     if (size == target[lead + d]) {
-      source_strides[lead + d] = source.strides()[d];
+      strides[lead + d] = mask_strides[d];
     } else if (size != 1) {
       refuse();
     }
   }
+  return strides;
+}
+
+// The contiguous CPU mask `source` expanded to exactly `target`'s shape (the
+// CPU body indexes it like x). A mask of x's shape is used as is.
+Tensor broadcast_mask(const Tensor& source, const std::vector<int64_t>& source_strides,
+                      const Shape& target) {
+  const int64_t rank = static_cast<int64_t>(target.size());
+  if (source.shape() == target) return source;
   Tensor out = Tensor::empty(target, DType::kU8);
   const int64_t total = out.numel();
   if (total == 0) return out;
@@ -54,20 +65,29 @@ Tensor broadcast_mask(const char* op, const Tensor& mask, const Shape& target) {
 
 Tensor run_softmax(const char* op, const Tensor& x, const Tensor& mask, int64_t dim) {
   detail::check_defined(op, "x", x);
-  detail::select_device(op, {{"x", x}, {"mask", mask}});
-  detail::check_float32(op, "x", x);
+  const Device device = detail::serving_device(op, {{"x", x}, {"mask", mask}});
+  detail::check_float(op, "x", x, device);
   OASR_CHECK(x.dim() >= 1, kInvalidArgument, op, ": x must have at least one dimension, got ",
              shape_str(x.shape()));
   const int64_t axis = detail::wrap_dim(op, dim, x.dim());
 
-  Tensor keep;
+  Tensor mask_c;
+  std::vector<int64_t> mask_strides;
   if (mask.defined()) {
     OASR_CHECK(mask.dtype() == DType::kU8, kInvalidArgument, op,
                ": mask must be uint8 (nonzero = keep, 0 = masked), got ", dtype_name(mask.dtype()));
-    keep = broadcast_mask(op, mask, x.shape());
+    mask_strides = broadcast_mask_strides(op, mask, x.shape());
+    mask_c = mask.contiguous();
   }
   const Tensor x_c = x.contiguous();
-  Tensor out = Tensor::empty(x.shape(), DType::kF32);
+  Tensor out = Tensor::empty(x.shape(), x.dtype(), device);
+#if OASR_WITH_CUDA
+  if (device.is_cuda()) {
+    cuda::softmax(x_c, mask_c, mask_strides, axis, out);
+    return out;
+  }
+#endif
+  const Tensor keep = mask_c.defined() ? broadcast_mask(mask_c, mask_strides, x.shape()) : Tensor();
   cpu::softmax_f32(x_c.data<float>(), keep.defined() ? keep.data<uint8_t>() : nullptr,
                    out.data<float>(), detail::span_numel(x.shape(), 0, axis), x.size(axis),
                    detail::span_numel(x.shape(), axis + 1, x.dim()));

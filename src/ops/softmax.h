@@ -1,5 +1,7 @@
 // Numerically stable softmax along one dimension, and the masked form
-// attention uses.
+// attention uses. CPU: float32; CUDA: float32, float16, bfloat16 (float32
+// math, one rounding to x's dtype; see ops/cuda/softmax.h for how close it is
+// to the CPU reference). The result has x's dtype and device.
 #pragma once
 
 #include <cstdint>
@@ -8,10 +10,11 @@
 
 namespace oasr::ops {
 
-// softmax(x) along `dim` (negative counts from the end). float32.
+// softmax(x) along `dim` (negative counts from the end).
 Tensor softmax(const Tensor& x, int64_t dim = -1);
 
-// Softmax over the kept positions only. `mask` is uint8 and broadcasts to x
+// Softmax over the kept positions only. `mask` is uint8 on x's device and
+// broadcasts to x
 // with PyTorch's rule (aligned from the right, each mask dimension 1 or equal
 // to x's; missing leading dimensions count as 1): nonzero = keep, 0 = masked.
 // Masked positions get exactly 0. A row with no kept position is all zeros,

@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "core/cuda/cuda_check.h"
+#include "core/cuda/device_guard.h"
 #include "core/device.h"
 
 namespace oasr {
@@ -17,26 +18,14 @@ namespace oasr {
 // core/cuda/convert.cu
 void cuda_convert_dtype(const void* src, DType src_dtype, void* dst, DType dst_dtype, int64_t n,
                         int device_index);
+// core/cuda/copy_strided.cu
+void cuda_copy_strided(void* dst, const std::vector<int64_t>& dst_strides, const void* src,
+                       const std::vector<int64_t>& src_strides, const std::vector<int64_t>& shape,
+                       size_t element_size);
 
 namespace {
 
-class DeviceGuard {
- public:
-  explicit DeviceGuard(int index) {
-    OASR_CUDA_CHECK(cudaGetDevice(&previous_));
-    if (previous_ != index) OASR_CUDA_CHECK(cudaSetDevice(index));
-    changed_ = previous_ != index;
-  }
-  ~DeviceGuard() {
-    if (changed_) cudaSetDevice(previous_);
-  }
-  DeviceGuard(const DeviceGuard&) = delete;
-  DeviceGuard& operator=(const DeviceGuard&) = delete;
-
- private:
-  int previous_ = 0;
-  bool changed_ = false;
-};
+using DeviceGuard = CudaDeviceGuard;
 
 class CudaBackend final : public DeviceBackend {
  public:
@@ -91,7 +80,42 @@ class CudaBackend final : public DeviceBackend {
     cuda_convert_dtype(src, src_dtype, dst, dst_dtype, n, device_index);
   }
 
+  void copy_strided(void* dst, const std::vector<int64_t>& dst_strides, const void* src,
+                    const std::vector<int64_t>& src_strides, const std::vector<int64_t>& shape,
+                    size_t element_size, int device_index) override {
+    DeviceGuard guard(device_index);
+    cuda_copy_strided(dst, dst_strides, src, src_strides, shape, element_size);
+  }
+
+  void synchronize(int device_index) override {
+    CudaDeviceGuard guard(device_index);
+    OASR_CUDA_CHECK(cudaDeviceSynchronize());
+  }
+
+  // Every tensor lives in the device's default pool (allocate() above), so
+  // the pool's high-water mark of bytes in use is the tensors' peak.
+  void reset_peak_memory(int device_index) override {
+    CudaDeviceGuard guard(device_index);
+    uint64_t zero = 0;  // resets the mark to the bytes in use now
+    OASR_CUDA_CHECK(
+        cudaMemPoolSetAttribute(default_pool(device_index), cudaMemPoolAttrUsedMemHigh, &zero));
+  }
+
+  int64_t peak_memory_bytes(int device_index) override {
+    CudaDeviceGuard guard(device_index);
+    uint64_t high = 0;
+    OASR_CUDA_CHECK(
+        cudaMemPoolGetAttribute(default_pool(device_index), cudaMemPoolAttrUsedMemHigh, &high));
+    return static_cast<int64_t>(high);
+  }
+
  private:
+  static cudaMemPool_t default_pool(int device_index) {
+    cudaMemPool_t pool = nullptr;
+    OASR_CUDA_CHECK(cudaDeviceGetDefaultMemPool(&pool, device_index));
+    return pool;
+  }
+
   static void check_index(int device_index) {
     const int count = cuda_device_count();
     OASR_CHECK(count > 0, kUnsupported,

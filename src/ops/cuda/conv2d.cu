@@ -1,0 +1,204 @@
+#include "ops/cuda/conv2d.h"
+
+#include <algorithm>
+
+#include "core/cuda/device_guard.h"
+#include "ops/cuda/cuda_common.cuh"
+#include "ops/cuda/gemm.h"
+
+namespace oasr::ops::cuda {
+namespace {
+
+// The im2col buffer covers as many whole images as fit in this budget (at
+// least one), so memory stays bounded for long inputs and large batches.
+constexpr int64_t kColumnBudgetBytes = int64_t{256} << 20;
+constexpr int64_t kInt32Limit = int64_t{1} << 31;
+
+// columns[(n * out_h + oy) * out_w + ox, (ci * KH + i) * KW + j] =
+// x[n, ci, oy * stride_h - pad_h + i, ox * stride_w - pad_w + j], zero outside
+// x, for `images` images starting at x. The column order matches the weight's
+// [Cout, Cin, KH, KW] flattening. Index is int32_t whenever the chunk's
+// offsets fit: 64-bit division costs the GPU ~10x more than 32-bit, and this
+// kernel is all index arithmetic.
+template <typename T, typename Index>
+__global__ void im2col_kernel(const T* x, T* columns, Index images, cpu::Conv2dShape shape) {
+  const Index in_channels = static_cast<Index>(shape.in_channels);
+  const Index kernel_h = static_cast<Index>(shape.kernel_h);
+  const Index kernel_w = static_cast<Index>(shape.kernel_w);
+  const Index out_h = static_cast<Index>(shape.out_h);
+  const Index out_w = static_cast<Index>(shape.out_w);
+  const Index in_h = static_cast<Index>(shape.in_h);
+  const Index in_w = static_cast<Index>(shape.in_w);
+  const Index patch = in_channels * kernel_h * kernel_w;
+  const Index total = images * out_h * out_w * patch;
+  for (Index i = blockIdx.x * static_cast<Index>(blockDim.x) + threadIdx.x; i < total;
+       i += static_cast<Index>(gridDim.x) * blockDim.x) {
+    const Index row = i / patch;
+    const Index col = i - row * patch;
+    const Index ox = row % out_w;
+    const Index oy = (row / out_w) % out_h;
+    const Index n = row / (out_w * out_h);
+    const Index j = col % kernel_w;
+    const Index tap_i = (col / kernel_w) % kernel_h;
+    const Index ci = col / (kernel_w * kernel_h);
+    const Index iy =
+        oy * static_cast<Index>(shape.stride_h) - static_cast<Index>(shape.pad_h) + tap_i;
+    const Index ix = ox * static_cast<Index>(shape.stride_w) - static_cast<Index>(shape.pad_w) + j;
+    const bool inside = iy >= 0 && iy < in_h && ix >= 0 && ix < in_w;
+    columns[i] = inside ? x[((n * in_channels + ci) * in_h + iy) * in_w + ix] : from_float<T>(0.0f);
+  }
+}
+
+// The same columns, a 32x32 tile (positions x columns) per block through
+// shared memory: the gather reads neighbouring output positions (neighbouring
+// input pixels) across a warp and the store writes neighbouring columns, so
+// both sides are coalesced; the one-element-per-thread kernel above writes
+// coalesced but reads nine channel planes per warp. All offsets of `x` fit
+// in 32 bits (the caller checks); the column offsets are 64-bit.
+constexpr int kIm2colTile = 32;
+constexpr int kIm2colRows = 8;
+
+template <typename T>
+__global__ void im2col_tiled_kernel(const T* x, T* columns, int rows, int patch,
+                                    cpu::Conv2dShape shape) {
+  __shared__ T tile[kIm2colTile][kIm2colTile + 1];
+  const int kernel_h = static_cast<int>(shape.kernel_h);
+  const int kernel_w = static_cast<int>(shape.kernel_w);
+  const int out_h = static_cast<int>(shape.out_h);
+  const int out_w = static_cast<int>(shape.out_w);
+  const int in_h = static_cast<int>(shape.in_h);
+  const int in_w = static_cast<int>(shape.in_w);
+  const int in_channels = static_cast<int>(shape.in_channels);
+  const int row0 = blockIdx.x * kIm2colTile;
+  const int col0 = blockIdx.y * kIm2colTile;
+
+  const int row = row0 + threadIdx.x;
+  int n = 0;
+  int oy = 0;
+  int ox = 0;
+  if (row < rows) {
+    ox = row % out_w;
+    const int image_row = row / out_w;
+    oy = image_row % out_h;
+    n = image_row / out_h;
+  }
+  for (int c = threadIdx.y; c < kIm2colTile; c += kIm2colRows) {
+    const int col = col0 + c;
+    T value = from_float<T>(0.0f);
+    if (row < rows && col < patch) {
+      const int j = col % kernel_w;
+      const int tap = col / kernel_w;
+      const int i = tap % kernel_h;
+      const int ci = tap / kernel_h;
+      const int iy = oy * static_cast<int>(shape.stride_h) - static_cast<int>(shape.pad_h) + i;
+      const int ix = ox * static_cast<int>(shape.stride_w) - static_cast<int>(shape.pad_w) + j;
+      if (iy >= 0 && iy < in_h && ix >= 0 && ix < in_w) {
+        value = x[((n * in_channels + ci) * in_h + iy) * in_w + ix];
+      }
+    }
+    tile[c][threadIdx.x] = value;
+  }
+  __syncthreads();
+  const int col = col0 + threadIdx.x;
+  for (int r = threadIdx.y; r < kIm2colTile; r += kIm2colRows) {
+    const int out_row = row0 + r;
+    if (out_row < rows && col < patch) {
+      columns[static_cast<int64_t>(out_row) * patch + col] = tile[threadIdx.x][r];
+    }
+  }
+}
+
+// out[b, c, p] = in[b, p, c] for `images` matrices of [positions, channels]:
+// a 32x32 tile through shared memory so both the reads and the writes are
+// coalesced (the generic strided copy writes one of them with a stride).
+constexpr int kTile = 32;
+constexpr int kTileRows = 8;
+
+template <typename T>
+__global__ void transpose_tiles_kernel(const T* in, T* out, int positions, int channels) {
+  __shared__ T tile[kTile][kTile + 1];  // +1: no shared-memory bank conflicts
+  const int image = blockIdx.z;
+  const T* src = in + static_cast<int64_t>(image) * positions * channels;
+  T* dst = out + static_cast<int64_t>(image) * positions * channels;
+  const int c = blockIdx.x * kTile + threadIdx.x;
+  for (int r = threadIdx.y; r < kTile; r += kTileRows) {
+    const int p = blockIdx.y * kTile + r;
+    if (p < positions && c < channels) tile[r][threadIdx.x] = src[p * channels + c];
+  }
+  __syncthreads();
+  const int p = blockIdx.y * kTile + threadIdx.x;
+  for (int r = threadIdx.y; r < kTile; r += kTileRows) {
+    const int c_out = blockIdx.x * kTile + r;
+    if (p < positions && c_out < channels) dst[c_out * positions + p] = tile[threadIdx.x][r];
+  }
+}
+
+}  // namespace
+
+void conv2d(const Tensor& x, const Tensor& weight, const Tensor& bias, const Tensor& out,
+            const cpu::Conv2dShape& shape) {
+  const int64_t positions = shape.out_h * shape.out_w;
+  const int64_t patch = shape.in_channels * shape.kernel_h * shape.kernel_w;
+  if (shape.batch == 0 || shape.out_channels == 0 || positions == 0) return;
+  const DType dtype = x.dtype();
+  const Device device = x.device();
+  CudaDeviceGuard guard(device.index);
+
+  const int64_t image_bytes = positions * patch * static_cast<int64_t>(dtype_size(dtype));
+  const int64_t chunk = std::clamp<int64_t>(kColumnBudgetBytes / image_bytes, 1, shape.batch);
+  Tensor columns = Tensor::empty({chunk * positions, patch}, dtype, device);
+  Tensor products = Tensor::empty({chunk * positions, shape.out_channels}, dtype, device);
+  const int64_t image_elements = shape.in_channels * shape.in_h * shape.in_w;
+  const size_t elem = dtype_size(dtype);
+  for (int64_t first = 0; first < shape.batch; first += chunk) {
+    const int64_t images = std::min(chunk, shape.batch - first);
+    const int64_t rows = images * positions;
+    const void* x_chunk = static_cast<const char*>(x.raw_data()) + first * image_elements * elem;
+    const bool fits_int32 = rows * patch < kInt32Limit && images * image_elements < kInt32Limit;
+    dispatch_float(dtype, "conv2d", [&](auto tag) {
+      using T = decltype(tag);
+      const T* src = static_cast<const T*>(x_chunk);
+      T* dst = static_cast<T*>(columns.raw_data());
+      const unsigned int blocks = grid_for(rows * patch);
+      const int64_t row_tiles = (rows + kIm2colTile - 1) / kIm2colTile;
+      const int64_t col_tiles = (patch + kIm2colTile - 1) / kIm2colTile;
+      if (fits_int32 && col_tiles <= 65535) {
+        const dim3 grid(static_cast<unsigned int>(row_tiles), static_cast<unsigned int>(col_tiles));
+        im2col_tiled_kernel<T><<<grid, dim3(kIm2colTile, kIm2colRows), 0, current_stream()>>>(
+            src, dst, static_cast<int>(rows), static_cast<int>(patch), shape);
+      } else if (fits_int32) {
+        im2col_kernel<T, int32_t><<<blocks, kThreadsPerBlock, 0, current_stream()>>>(
+            src, dst, static_cast<int32_t>(images), shape);
+      } else {
+        im2col_kernel<T, int64_t>
+            <<<blocks, kThreadsPerBlock, 0, current_stream()>>>(src, dst, images, shape);
+      }
+    });
+    check_launch("conv2d");
+    linear(columns.raw_data(), weight.raw_data(), bias.defined() ? bias.raw_data() : nullptr,
+           products.raw_data(), dtype, device.index, rows, shape.out_channels, patch);
+    // [images, Hout*Wout, Cout] -> [images, Cout, Hout*Wout] (NCHW).
+    void* out_chunk =
+        static_cast<char*>(out.raw_data()) + first * shape.out_channels * positions * elem;
+    if (positions * shape.out_channels < kInt32Limit && images <= 65535) {
+      dispatch_float(dtype, "conv2d", [&](auto tag) {
+        using T = decltype(tag);
+        const dim3 grid(static_cast<unsigned int>((shape.out_channels + kTile - 1) / kTile),
+                        static_cast<unsigned int>((positions + kTile - 1) / kTile),
+                        static_cast<unsigned int>(images));
+        transpose_tiles_kernel<T><<<grid, dim3(kTile, kTileRows), 0, current_stream()>>>(
+            static_cast<const T*>(products.raw_data()), static_cast<T*>(out_chunk),
+            static_cast<int>(positions), static_cast<int>(shape.out_channels));
+      });
+      check_launch("conv2d");
+    } else {
+      out.narrow(0, first, images)
+          .view({images, shape.out_channels, positions})
+          .copy_(products.narrow(0, 0, rows)
+                     .view({images, positions, shape.out_channels})
+                     .transpose(1, 2));
+    }
+  }
+}
+
+}  // namespace oasr::ops::cuda

@@ -1,0 +1,47 @@
+#include "ops/sequence_mask.h"
+
+#include <algorithm>
+#include <vector>
+
+#include "core/error.h"
+#include "ops/cpu/sequence_mask.h"
+#include "ops/front_checks.h"
+#if OASR_WITH_CUDA
+#include "ops/cuda/sequence_mask.h"
+#endif
+
+namespace oasr::ops {
+
+Tensor zero_tail_frames(const Tensor& x, std::span<const int64_t> lengths) {
+  constexpr const char* kOp = "zero_tail_frames";
+  detail::check_defined(kOp, "x", x);
+  const Device device = detail::serving_device(kOp, {{"x", x}});
+  detail::check_float(kOp, "x", x, device);
+  detail::check_rank(kOp, "x", x, 3);
+  const int64_t batch = x.size(0);
+  const int64_t frames = x.size(1);
+  OASR_CHECK(static_cast<int64_t>(lengths.size()) == batch, kInvalidArgument, kOp, ": lengths has ",
+             lengths.size(), " entries but x ", shape_str(x.shape()), " has ", batch,
+             " rows (B); pass one length per row");
+
+  std::vector<int64_t> valid(lengths.size());
+  std::transform(lengths.begin(), lengths.end(), valid.begin(),
+                 [frames](int64_t n) { return std::clamp<int64_t>(n, 0, frames); });
+  const bool padded =
+      std::any_of(valid.begin(), valid.end(), [&](int64_t n) { return n < frames; });
+  if (!padded) return x;
+
+  const Tensor x_c = x.contiguous();
+  Tensor out = Tensor::empty(x.shape(), x.dtype(), device);
+#if OASR_WITH_CUDA
+  if (device.is_cuda()) {
+    cuda::zero_tail_frames(x_c, valid, out);
+    return out;
+  }
+#endif
+  cpu::zero_tail_frames_f32(x_c.data<float>(), valid.data(), out.data<float>(), batch, frames,
+                            x.size(2));
+  return out;
+}
+
+}  // namespace oasr::ops
