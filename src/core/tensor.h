@@ -3,9 +3,9 @@
 // contiguous tensors (their fronts call contiguous() or refuse).
 #pragma once
 
+#include <algorithm>
 #include <cstdint>
 #include <functional>
-#include <algorithm>
 #include <memory>
 #include <string>
 #include <type_traits>
@@ -38,8 +38,7 @@ class Storage {
   Device device() const { return device_; }
 
  private:
-  Storage(void* data, size_t nbytes, Device device, bool owned,
-          std::shared_ptr<const void> owner)
+  Storage(void* data, size_t nbytes, Device device, bool owned, std::shared_ptr<const void> owner)
       : data_(data), nbytes_(nbytes), device_(device), owned_(owned), owner_(std::move(owner)) {}
   void* data_;
   size_t nbytes_;
@@ -51,14 +50,38 @@ class Storage {
 // The C++ element type of each DType (float8/half/bfloat16 are bit wrappers).
 template <typename T>
 constexpr DType dtype_of();
-template <> constexpr DType dtype_of<float>() { return DType::kF32; }
-template <> constexpr DType dtype_of<Half>() { return DType::kF16; }
-template <> constexpr DType dtype_of<BFloat16>() { return DType::kBF16; }
-template <> constexpr DType dtype_of<int8_t>() { return DType::kI8; }
-template <> constexpr DType dtype_of<uint8_t>() { return DType::kU8; }
-template <> constexpr DType dtype_of<int32_t>() { return DType::kI32; }
-template <> constexpr DType dtype_of<int64_t>() { return DType::kI64; }
-template <> constexpr DType dtype_of<Float8E4M3>() { return DType::kF8E4M3; }
+template <>
+constexpr DType dtype_of<float>() {
+  return DType::kF32;
+}
+template <>
+constexpr DType dtype_of<Half>() {
+  return DType::kF16;
+}
+template <>
+constexpr DType dtype_of<BFloat16>() {
+  return DType::kBF16;
+}
+template <>
+constexpr DType dtype_of<int8_t>() {
+  return DType::kI8;
+}
+template <>
+constexpr DType dtype_of<uint8_t>() {
+  return DType::kU8;
+}
+template <>
+constexpr DType dtype_of<int32_t>() {
+  return DType::kI32;
+}
+template <>
+constexpr DType dtype_of<int64_t>() {
+  return DType::kI64;
+}
+template <>
+constexpr DType dtype_of<Float8E4M3>() {
+  return DType::kF8E4M3;
+}
 
 class Tensor {
  public:
@@ -100,8 +123,8 @@ class Tensor {
   float item_float(const std::vector<int64_t>& index) const;
 
   // Views (share storage).
-  Tensor view(const Shape& shape) const;     // contiguous only; one -1 allowed
-  Tensor reshape(const Shape& shape) const;  // view when possible, else a copy
+  Tensor view(const Shape& shape) const;                      // contiguous only; one -1 allowed
+  Tensor reshape(const Shape& shape) const;                   // view when possible, else a copy
   Tensor slice(int64_t d, int64_t start, int64_t end) const;  // [start, end), step 1
   Tensor narrow(int64_t d, int64_t start, int64_t length) const {
     return slice(d, start, start + length);

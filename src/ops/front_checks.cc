@@ -9,26 +9,6 @@ void check_defined(const char* op, const char* arg, const Tensor& tensor) {
              "' is an undefined tensor");
 }
 
-Device select_device(const char* op, std::initializer_list<NamedTensor> args) {
-  const NamedTensor* first = nullptr;
-  for (const NamedTensor& arg : args) {
-    if (!arg.tensor.defined()) continue;
-    if (first == nullptr) {
-      first = &arg;
-      continue;
-    }
-    OASR_CHECK(arg.tensor.device() == first->tensor.device(), kInvalidArgument, op,
-               ": arguments are on different devices ('", first->name, "' on ",
-               first->tensor.device().str(), ", '", arg.name, "' on ", arg.tensor.device().str(),
-               "); move them to one device");
-  }
-  const Device device = first != nullptr ? first->tensor.device() : Device::cpu();
-  OASR_CHECK(device.is_cpu(), kUnsupported, op, ": the CUDA body of ", op,
-             " does not exist yet, so tensors on ", device.str(),
-             " cannot be served; move them to the CPU");
-  return device;
-}
-
 Device serving_device(const char* op, std::initializer_list<NamedTensor> args) {
   const NamedTensor* first = nullptr;
   for (const NamedTensor& arg : args) {

@@ -18,15 +18,8 @@ struct NamedTensor {
 // Refuses an undefined tensor (kInvalidArgument).
 void check_defined(const char* op, const char* arg, const Tensor& tensor);
 
-// The device the op runs on: the one device all defined `args` share
-// (a mix is kInvalidArgument). Only CPU bodies exist so far, so a CUDA
-// tensor is refused with kUnsupported rather than copied to the host.
-Device select_device(const char* op, std::initializer_list<NamedTensor> args);
-
-// The device the op runs on, for a front that has a CUDA body: the one
-// device all defined `args` share (a mix is kInvalidArgument). CPU or CUDA;
-// a CUDA tensor can only exist in a CUDA build. Fronts whose op has no CUDA
-// body yet keep calling select_device(), which refuses CUDA by name.
+// The device the op runs on: the one device all defined `args` share (a mix
+// is kInvalidArgument). CPU or CUDA; a CUDA tensor exists only in a CUDA build.
 Device serving_device(const char* op, std::initializer_list<NamedTensor> args);
 
 // Refuses a dtype the body on `device` cannot serve: the CPU bodies serve

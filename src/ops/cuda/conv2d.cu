@@ -17,35 +17,28 @@ constexpr int64_t kInt32Limit = int64_t{1} << 31;
 // columns[(n * out_h + oy) * out_w + ox, (ci * KH + i) * KW + j] =
 // x[n, ci, oy * stride_h - pad_h + i, ox * stride_w - pad_w + j], zero outside
 // x, for `images` images starting at x. The column order matches the weight's
-// [Cout, Cin, KH, KW] flattening. Index is int32_t whenever the chunk's
-// offsets fit: 64-bit division costs the GPU ~10x more than 32-bit, and this
-// kernel is all index arithmetic.
-template <typename T, typename Index>
-__global__ void im2col_kernel(const T* x, T* columns, Index images, cpu::Conv2dShape shape) {
-  const Index in_channels = static_cast<Index>(shape.in_channels);
-  const Index kernel_h = static_cast<Index>(shape.kernel_h);
-  const Index kernel_w = static_cast<Index>(shape.kernel_w);
-  const Index out_h = static_cast<Index>(shape.out_h);
-  const Index out_w = static_cast<Index>(shape.out_w);
-  const Index in_h = static_cast<Index>(shape.in_h);
-  const Index in_w = static_cast<Index>(shape.in_w);
-  const Index patch = in_channels * kernel_h * kernel_w;
-  const Index total = images * out_h * out_w * patch;
-  for (Index i = blockIdx.x * static_cast<Index>(blockDim.x) + threadIdx.x; i < total;
-       i += static_cast<Index>(gridDim.x) * blockDim.x) {
-    const Index row = i / patch;
-    const Index col = i - row * patch;
-    const Index ox = row % out_w;
-    const Index oy = (row / out_w) % out_h;
-    const Index n = row / (out_w * out_h);
-    const Index j = col % kernel_w;
-    const Index tap_i = (col / kernel_w) % kernel_h;
-    const Index ci = col / (kernel_w * kernel_h);
-    const Index iy =
-        oy * static_cast<Index>(shape.stride_h) - static_cast<Index>(shape.pad_h) + tap_i;
-    const Index ix = ox * static_cast<Index>(shape.stride_w) - static_cast<Index>(shape.pad_w) + j;
-    const bool inside = iy >= 0 && iy < in_h && ix >= 0 && ix < in_w;
-    columns[i] = inside ? x[((n * in_channels + ci) * in_h + iy) * in_w + ix] : from_float<T>(0.0f);
+// [Cout, Cin, KH, KW] flattening. One element per thread with 64-bit offsets:
+// the fallback for inputs whose offsets do not fit the tiled kernel below
+// (64-bit division makes it several times slower).
+template <typename T>
+__global__ void im2col_kernel(const T* x, T* columns, int64_t images, cpu::Conv2dShape s) {
+  const int64_t patch = s.in_channels * s.kernel_h * s.kernel_w;
+  const int64_t total = images * s.out_h * s.out_w * patch;
+  for (int64_t i = blockIdx.x * static_cast<int64_t>(blockDim.x) + threadIdx.x; i < total;
+       i += static_cast<int64_t>(gridDim.x) * blockDim.x) {
+    const int64_t row = i / patch;
+    const int64_t col = i - row * patch;
+    const int64_t ox = row % s.out_w;
+    const int64_t oy = (row / s.out_w) % s.out_h;
+    const int64_t n = row / (s.out_w * s.out_h);
+    const int64_t j = col % s.kernel_w;
+    const int64_t tap_i = (col / s.kernel_w) % s.kernel_h;
+    const int64_t ci = col / (s.kernel_w * s.kernel_h);
+    const int64_t iy = oy * s.stride_h - s.pad_h + tap_i;
+    const int64_t ix = ox * s.stride_w - s.pad_w + j;
+    const bool inside = iy >= 0 && iy < s.in_h && ix >= 0 && ix < s.in_w;
+    columns[i] =
+        inside ? x[((n * s.in_channels + ci) * s.in_h + iy) * s.in_w + ix] : from_float<T>(0.0f);
   }
 }
 
@@ -166,11 +159,8 @@ void conv2d(const Tensor& x, const Tensor& weight, const Tensor& bias, const Ten
         const dim3 grid(static_cast<unsigned int>(row_tiles), static_cast<unsigned int>(col_tiles));
         im2col_tiled_kernel<T><<<grid, dim3(kIm2colTile, kIm2colRows), 0, current_stream()>>>(
             src, dst, static_cast<int>(rows), static_cast<int>(patch), shape);
-      } else if (fits_int32) {
-        im2col_kernel<T, int32_t><<<blocks, kThreadsPerBlock, 0, current_stream()>>>(
-            src, dst, static_cast<int32_t>(images), shape);
       } else {
-        im2col_kernel<T, int64_t>
+        im2col_kernel<T>
             <<<blocks, kThreadsPerBlock, 0, current_stream()>>>(src, dst, images, shape);
       }
     });

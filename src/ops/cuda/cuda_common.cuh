@@ -81,8 +81,9 @@ void dispatch_float(DType dtype, const char* op, Fn&& fn) {
 // Checks the launch just made (bad configuration, missing kernel image).
 inline void check_launch(const char* op) {
   const cudaError_t status = cudaGetLastError();
-  OASR_CHECK(status == cudaSuccess, kInternal, op, ": CUDA kernel launch failed: ",
-             cudaGetErrorName(status), " (", cudaGetErrorString(status), ")");
+  OASR_CHECK(status == cudaSuccess, kInternal, op,
+             ": CUDA kernel launch failed: ", cudaGetErrorName(status), " (",
+             cudaGetErrorString(status), ")");
 }
 
 // Makes `device_index` the current device, so launches on the legacy stream
@@ -122,8 +123,7 @@ __device__ __forceinline__ float warp_reduce(float value, Op op) {
 // leading barrier keeps a new call from overwriting a result still being
 // read). `identity` is op's neutral element (0 for a sum, -inf for a max).
 template <typename Op>
-__device__ __forceinline__ float block_reduce(float value, Op op, float identity,
-                                              float* scratch) {
+__device__ __forceinline__ float block_reduce(float value, Op op, float identity, float* scratch) {
   const int lane = static_cast<int>(threadIdx.x) & 31;
   const int warp = static_cast<int>(threadIdx.x) >> 5;
   const int warps = static_cast<int>(blockDim.x) >> 5;
