@@ -53,4 +53,8 @@ std::string get_choice(const std::string& name, const std::vector<std::string>& 
              accepted);
 }
 
+bool quant_fusion_enabled() {
+  return get_bool("OASR_QUANT_FUSION", true);
+}
+
 }  // namespace oasr::env

@@ -28,4 +28,9 @@ bool get_bool(const std::string& name, bool fallback);
 std::string get_choice(const std::string& name, const std::vector<std::string>& choices,
                        const std::string& fallback);
 
+// OASR_QUANT_FUSION (default on): whether link_quantization may arm the
+// fused quantize producers (norm -> GEMM, GEMM -> GEMM). 0 disarms them all,
+// for A/B attribution; the arithmetic is bit-identical either way.
+bool quant_fusion_enabled();
+
 }  // namespace oasr::env

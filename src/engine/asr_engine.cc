@@ -10,9 +10,11 @@
 #include "core/logging.h"
 #include "decode/attention_rescoring.h"
 #include "engine/whisper_recognizer.h"
+#include "layers/quantizable.h"
 #include "models/materialize.h"
 #include "models/native_checkpoint.h"
 #include "models/whisper_dir.h"
+#include "quant/apply_links.h"
 
 namespace oasr::engine {
 
@@ -219,7 +221,8 @@ models::MaterializeOptions materialize_options(const EngineConfig& config) {
 ASREngine::ASREngine(const EngineConfig& config) : config_(config) {
   // Whisper on cuda is refused by name before the device checks, so the
   // message says what is missing even where no GPU is present.
-  const bool whisper = !config_.ckpt_dir.empty() && models::is_whisper_dir(config_.ckpt_dir);
+  const bool whisper = config_.source == nullptr && !config_.ckpt_dir.empty() &&
+                       models::is_whisper_dir(config_.ckpt_dir);
   OASR_CHECK(!whisper || config_.served_device().is_cpu(), kUnsupported, "device '", config_.device,
              "': ", config_.ckpt_dir.string(),
              " is a Whisper model, and the Whisper path is not ported to CUDA yet; use "
@@ -244,6 +247,10 @@ void ASREngine::load_whisper() {
 
 void ASREngine::report_quantization(const Module& model) {
   quantization_info_ = quant::quantization_info(model, quantization_spec_);
+  log_quantization();
+}
+
+void ASREngine::log_quantization() const {
   log::info("quantization: {}", quantization_info_.summary());
   for (const quant::LayerReport& layer : quantization_info_.layers) {
     log::debug("  {} {} lane {} input {}", layer.path, layer.scheme, layer.lane,
@@ -258,7 +265,7 @@ void ASREngine::require_u2pp(const char* member) const {
 }
 
 void ASREngine::load_u2pp() {
-  source_ = models::load_checkpoint_dir(config_.ckpt_dir);
+  source_ = config_.source ? *config_.source : models::load_checkpoint_dir(config_.ckpt_dir);
   OASR_CHECK(source_.quantization.is_null() || config_.served_device().is_cpu(), kUnsupported,
              config_.ckpt_dir.string(), " is a quantized checkpoint and device '", config_.device,
              "' is CUDA: the CUDA quantized lanes are not served yet (issue [W1-G]); serve it "
@@ -270,7 +277,10 @@ void ASREngine::load_u2pp() {
       models::materialize_u2pp_model(source_, config_.quantization, materialize_options(config_));
   model_ = std::move(loaded.model);
   quantization_spec_ = std::move(loaded.spec);
-  report_quantization(*model_);
+  quantization_info_ = quant::quantization_info(*model_, quantization_spec_);
+  quant::add_link_report(quantization_info_, *model_,
+                         models::u2pp_quantization_layout(source_.config.model));
+  log_quantization();
   const EngineConfig& config = config_;
   detokenize_.kind = source_.config.tokenizer.type == models::TokenizerType::kBpe
                          ? decode::TokenizerKind::kBpe
@@ -284,6 +294,15 @@ void ASREngine::load_u2pp() {
 }
 
 ASREngine::~ASREngine() = default;
+
+void ASREngine::set_input_observer(quant::InputObserver* observer) {
+  require_u2pp("set_input_observer()");
+  for (auto& [path, module] : model_->named_modules()) {
+    if (auto* layer = dynamic_cast<layers::QuantizableLayer*>(module); layer != nullptr) {
+      layer->set_input_observer(observer);
+    }
+  }
+}
 
 const models::ModelSource& ASREngine::source() const {
   require_u2pp("source()");

@@ -35,6 +35,7 @@
 #include "models/model_source.h"
 #include "models/u2pp_model.h"
 #include "models/u2pp_streaming.h"
+#include "quant/calibration/input_observer.h"
 #include "quant/report.h"
 #include "quant/spec.h"
 
@@ -96,6 +97,10 @@ struct EngineConfig {
   // {scheme, ignore, module_types, kv_cache}); a quantized checkpoint is
   // served quantized without it (its spec is authoritative).
   quant::QuantizationConfig quantization;
+  // Set: serve this in-memory U2++ source (config, assets and weights)
+  // instead of reading ckpt_dir, which then only names it in messages.
+  // oasr quantize's second calibration pass decodes its smoothed master so.
+  std::shared_ptr<const models::ModelSource> source;
 
   // Refuses (kUnsupported, saying what to do): cuda in a build without CUDA
   // or on a machine without a GPU, a 16-bit dtype on the CPU, cuda with
@@ -145,7 +150,11 @@ class ASREngine {
   // A streaming session (needs decode chunk_size > 0).
   std::unique_ptr<StreamingSession> start_session() const;
 
-  const models::U2ppModel& model() const;    // U2++ only
+  const models::U2ppModel& model() const;  // U2++ only
+  // Calibration (oasr quantize): attaches `observer` to every quantizable
+  // layer of the U2++ model, so each later forward hands it the layer's
+  // input; nullptr detaches. U2++ only.
+  void set_input_observer(quant::InputObserver* observer);
   const WhisperRecognizer& whisper() const;  // Whisper only
 
   // What is served: schemes, quantized layer count, KV-cache format, and per
@@ -157,6 +166,7 @@ class ASREngine {
   void load_u2pp();
   void load_whisper();
   void report_quantization(const Module& model);
+  void log_quantization() const;
   // Refuses (kUnsupported) a U2++-only member on a Whisper engine.
   void require_u2pp(const char* member) const;
   std::vector<Transcript> transcribe_batch(const std::vector<Tensor>& feats) const;

@@ -23,6 +23,7 @@ Conv2d::Conv2d(int64_t in_channels, int64_t out_channels, int64_t kernel_h, int6
 }
 
 Tensor Conv2d::forward(const Tensor& x) const {
+  observe_input(x);
   if (quantized()) return quantized_forward(x);
   return ops::conv2d(x, param("weight"), has_bias_ ? param("bias") : Tensor(), options_);
 }

@@ -39,6 +39,7 @@ void Conv1d::check_input(const Tensor& x) const {
 
 Tensor Conv1d::forward(const Tensor& x) const {
   check_input(x);
+  observe_input(x);
   if (quantized()) return quantized_forward(x);
   // A height-1 image through conv2d: [B, Cin, 1, T] * [Cout, Cin, 1, K].
   ops::Conv2dOptions options;

@@ -1,5 +1,6 @@
 #include "layers/linear.h"
 
+#include "core/error.h"
 #include "ops/activation.h"
 #include "ops/gemm.h"
 
@@ -28,7 +29,29 @@ quant::GemmGeometry Linear::quant_geometry() const {
 }
 
 Tensor Linear::forward(const Tensor& x) const {
-  if (quantized()) return quant_forward(x, Activation::kNone);
+  observe_input(x);
+  if (quantized()) return quant_forward(x, gemm_activation());
+  Tensor y = full_precision_forward(x);
+  if (gemm_activation() != Activation::kNone) ops::activation_inplace(y, gemm_activation());
+  return y;
+}
+
+Tensor Linear::forward(const GemmInput& x) const {
+  if (!x.is_quantized()) return forward(x.tensor());
+  observe_input(x);  // refuses: an observer needs the full-precision input
+  OASR_CHECK(quantized(), kInternal, path(),
+             ": a full-precision layer got a fused producer's 8-bit input; link_quantization "
+             "arms links into quantized layers only");
+  return quant_forward(x, gemm_activation());
+}
+
+GemmInput Linear::chain_forward(const GemmInput& x) const {
+  if (output_quant_consumer() == nullptr) return forward(x);
+  if (!x.is_quantized()) observe_input(x.tensor());
+  return quant_forward_to_consumer(x, gemm_activation());
+}
+
+Tensor Linear::full_precision_forward(const Tensor& x) const {
   return ops::linear(x, weight_matrix(), has_bias_ ? param("bias") : Tensor());
 }
 
@@ -36,14 +59,6 @@ LinearActivation::LinearActivation(int64_t in_features, int64_t out_features, Ac
                                    bool bias)
     : Linear(in_features, out_features, bias, "LinearActivation", {out_features, in_features}),
       activation_(activation) {}
-
-Tensor LinearActivation::forward(const Tensor& x) const {
-  // Quantized, the activation runs in the scaled GEMM's epilogue.
-  if (quantized()) return quant_forward(x, activation_);
-  Tensor y = Linear::forward(x);
-  if (activation_ != Activation::kNone) ops::activation_inplace(y, activation_);
-  return y;
-}
 
 PointwiseConv1d::PointwiseConv1d(int64_t in_channels, int64_t out_channels, bool bias)
     : Linear(in_channels, out_channels, bias, "PointwiseConv1d", {out_channels, in_channels, 1}) {}

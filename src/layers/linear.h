@@ -15,6 +15,13 @@ class Linear : public Module, public QuantizableLayer {
  public:
   Linear(int64_t in_features, int64_t out_features, bool bias = true);
   Tensor forward(const Tensor& x) const;
+  // Also takes the 8-bit input a fused producer emitted for it (quantized
+  // layers only; refused, kInternal, when it does not match the method).
+  Tensor forward(const GemmInput& x) const;
+  // The producer of a GEMM chain: with the chain armed (link_quantization),
+  // returns the consumer's 8-bit input from the epilogue (scaled_mm_quant);
+  // otherwise forward(x) in the served dtype.
+  GemmInput chain_forward(const GemmInput& x) const;
   int64_t in_features() const { return in_features_; }
   int64_t out_features() const { return out_features_; }
   bool has_bias() const { return has_bias_; }
@@ -28,6 +35,10 @@ class Linear : public Module, public QuantizableLayer {
          Shape weight_shape);
   // The weight as [out, in] whatever its stored shape (PointwiseConv1d keeps [out, in, 1]).
   virtual Tensor weight_matrix() const { return param("weight"); }
+  // Applied to the GEMM output (in the 8-bit GEMM's epilogue when quantized).
+  virtual Activation gemm_activation() const { return Activation::kNone; }
+  // x W^T + b in the served dtype (no observer, no quantization).
+  Tensor full_precision_forward(const Tensor& x) const;
   Tensor fp_weight_matrix() const override { return weight_matrix(); }
 
  private:
@@ -42,8 +53,10 @@ class LinearActivation : public Linear {
  public:
   LinearActivation(int64_t in_features, int64_t out_features, Activation activation,
                    bool bias = true);
-  Tensor forward(const Tensor& x) const;
   Activation activation() const { return activation_; }
+
+ protected:
+  Activation gemm_activation() const override { return activation_; }
 
  private:
   Activation activation_;

@@ -3,6 +3,7 @@
 #include <cmath>
 
 #include "ops/elementwise.h"
+#include "quant/methods/fused_producers.h"
 
 namespace oasr::layers {
 
@@ -32,6 +33,34 @@ ops::AddLayerNormResult LayerNorm::add_forward(const Tensor& x, const Tensor& re
 ops::AddLayerNormResult LayerNorm::add_scaled_forward(const Tensor& x, const Tensor& residual,
                                                       float alpha) const {
   return ops::add_scaled_layer_norm(x, residual, alpha, weight(), bias(), eps_);
+}
+
+GemmInput LayerNorm::quantized_output(quant::QuantizedActivation activation,
+                                      const Tensor& like) const {
+  return GemmInput(std::move(activation), like.shape(), like.dtype(), GemmInput::Target::kPerToken);
+}
+
+GemmInput LayerNorm::forward_to_gemm(const Tensor& x) const {
+  if (!output_quant_) return forward(x);
+  return quantized_output(quant::layer_norm_quant(x, weight(), bias(), eps_, *output_quant_), x);
+}
+
+LayerNorm::AddResult LayerNorm::add_forward_to_gemm(const Tensor& x, const Tensor& residual) const {
+  // alpha = 1 is residual + x bit for bit (1 * x is exact), as in ops::add_layer_norm.
+  return add_scaled_forward_to_gemm(x, residual, 1.0f);
+}
+
+LayerNorm::AddResult LayerNorm::add_scaled_forward_to_gemm(const Tensor& x, const Tensor& residual,
+                                                           float alpha) const {
+  if (!output_quant_) {
+    ops::AddLayerNormResult r =
+        alpha == 1.0f ? add_forward(x, residual) : add_scaled_forward(x, residual, alpha);
+    return {std::move(r.sum), GemmInput(std::move(r.normalized))};
+  }
+  quant::AddLayerNormQuantResult r = quant::add_layer_norm_residual_quant(
+      x, residual, alpha, weight(), bias(), eps_, *output_quant_);
+  GemmInput normalized = quantized_output(std::move(r.quantized), x);
+  return {std::move(r.sum), std::move(normalized)};
 }
 
 BatchNorm1d::BatchNorm1d(int64_t channels, float eps)

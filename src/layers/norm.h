@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "layers/module.h"
+#include "layers/quantizable.h"
 #include "ops/layer_norm.h"
 
 namespace oasr::layers {
@@ -22,12 +23,36 @@ class LayerNorm : public Module {
                                              float alpha) const;
   int64_t dim() const { return dim_; }
 
+  // A pre-norm whose output feeds only GEMMs. Armed (link_quantization), it
+  // emits their per-token 8-bit input itself (layer_norm_quant /
+  // add_layer_norm_residual_quant), bit-identical to the norm followed by
+  // the consumers' quantize; disarmed, these return the served-dtype tensor.
+  struct AddResult {
+    Tensor sum;            // the new residual stream, always full precision
+    GemmInput normalized;  // for the consumer GEMMs only
+  };
+  GemmInput forward_to_gemm(const Tensor& x) const;
+  AddResult add_forward_to_gemm(const Tensor& x, const Tensor& residual) const;
+  AddResult add_scaled_forward_to_gemm(const Tensor& x, const Tensor& residual, float alpha) const;
+
+  void arm_output_quant(quant::QDType format) { output_quant_ = format; }
+  void disarm_output_quant() { output_quant_.reset(); }
+  const std::optional<quant::QDType>& output_quant() const { return output_quant_; }
+  // Whether the model calls this norm through its residual-add entry points
+  // (the kernel the report names: add_layer_norm_residual_quant, else
+  // layer_norm_quant). Declared by the model that builds it.
+  void set_adds_residual(bool adds) { adds_residual_ = adds; }
+  bool adds_residual() const { return adds_residual_; }
+
  private:
   Tensor weight() const;
   Tensor bias() const;
+  GemmInput quantized_output(quant::QuantizedActivation activation, const Tensor& like) const;
   int64_t dim_;
   float eps_;
   bool affine_;
+  std::optional<quant::QDType> output_quant_;
+  bool adds_residual_ = false;
 };
 
 // BatchNorm1d at inference: y = (x - running_mean) / sqrt(running_var + eps) * weight + bias,

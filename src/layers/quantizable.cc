@@ -4,6 +4,38 @@
 
 namespace oasr::layers {
 
+GemmInput::GemmInput(quant::QuantizedActivation activation, Shape shape, DType served,
+                     Target target, const quant::QuantMethod* static_consumer)
+    : quantized_(true),
+      activation_(std::move(activation)),
+      shape_(std::move(shape)),
+      served_(served),
+      target_(target),
+      static_consumer_(static_consumer) {
+  OASR_CHECK(
+      activation_.data.dim() == 2 && !shape_.empty() && shape_.back() == activation_.data.size(1) &&
+          activation_.scale.numel() == activation_.data.size(0),
+      kInternal, "GemmInput: an 8-bit activation ", shape_str(activation_.data.shape()), " with ",
+      activation_.scale.numel(), " scales does not carry the shape ", shape_str(shape_));
+  OASR_CHECK(target_ != Target::kStaticScale || static_consumer_ != nullptr, kInternal,
+             "GemmInput: an input quantized at a static scale must name its consumer");
+}
+
+int64_t GemmInput::size(int64_t d) const {
+  const int64_t n = dim();
+  const int64_t index = d < 0 ? d + n : d;
+  OASR_CHECK(index >= 0 && index < n, kInternal, "GemmInput: dimension ", d,
+             " out of range for shape ", shape_str(shape()));
+  return shape()[static_cast<size_t>(index)];
+}
+
+const Tensor& GemmInput::tensor() const {
+  OASR_CHECK(!quantized_, kInternal, "GemmInput ", shape_str(shape_),
+             " holds a fused producer's 8-bit output, which only its quantized consumer GEMM "
+             "may read");
+  return tensor_;
+}
+
 std::string gemm_alignment_refusal(int64_t in_features, int64_t out_features, const char* in_name,
                                    const char* out_name) {
   if (in_features % 16 != 0) {
@@ -72,8 +104,93 @@ quant::QuantizedParams QuantizableLayer::quant_params() const {
   return params;
 }
 
+void QuantizableLayer::observe_input(const Tensor& x) const {
+  if (observer_ == nullptr) return;
+  observer_->observe(quant_module().path(), quant_geometry().kind, x);
+}
+
+void QuantizableLayer::observe_input(const GemmInput& x) const {
+  if (observer_ == nullptr) return;
+  OASR_CHECK(!x.is_quantized(), kInternal, quant_module().path(),
+             ": an input observer needs this layer's full-precision input, but a fused producer "
+             "emits it in 8 bits; disarm the links first (quant::link_quantization with "
+             "LinkOptions{.enabled = false})");
+  observe_input(x.tensor());
+}
+
+void QuantizableLayer::arm_output_quant(const QuantizableLayer* consumer) {
+  if (consumer != nullptr) {
+    const quant::QuantMethod* mine = quant_method();
+    const quant::QuantMethod* theirs = consumer->quant_method();
+    OASR_CHECK(mine != nullptr && theirs != nullptr && mine->bound() && theirs->bound() &&
+                   theirs->has_static_input() && theirs->format() == mine->format(),
+               kInternal, quant_module().path(), " -> ", consumer->quant_module().path(),
+               ": a GEMM chain needs both layers quantized and bound in one format, the "
+               "consumer with a static input scale");
+  }
+  output_quant_consumer_ = consumer;
+}
+
+void QuantizableLayer::set_input_quantizer(std::string label) {
+  OASR_CHECK(quantized(), kInternal, quant_module().path(),
+             ": only a quantized layer has an input quantizer");
+  quant_method_->set_input_quantizer(std::move(label));
+}
+
 Tensor QuantizableLayer::quant_forward(const Tensor& x, Activation act) const {
   return quant_method_->forward(x, quant_params(), act);
+}
+
+quant::QuantizedActivation QuantizableLayer::quantized_gemm_input(const GemmInput& x) const {
+  const quant::QuantizedParams params = quant_params();
+  const int64_t k = params.weight.size(1);
+  if (!x.is_quantized()) {
+    const Tensor& t = x.tensor();
+    OASR_CHECK(t.dim() >= 1 && t.size(-1) == k, kInvalidArgument, quant_module().path(), ": input ",
+               shape_str(t.shape()), " does not end in its ", k, " input features");
+    return quant_method_->quantize_input(t.to(DType::kF32).contiguous().view({-1, k}), params);
+  }
+  const quant::QuantizedActivation& a = x.activation();
+  const std::string who = quant_module().path();
+  OASR_CHECK(a.format == quant_method_->format() && a.data.size(1) == k, kInternal, who, ": got a ",
+             quant::to_string(a.format), " input ", shape_str(a.data.shape()),
+             " from a fused producer, but its ", quant_method_->scheme().name, " GEMM reads ",
+             quant::to_string(quant_method_->format()), " with K = ", k);
+  if (x.target() == GemmInput::Target::kPerToken) {
+    OASR_CHECK(quant_method_->takes_plain_per_token_input(), kInternal, who,
+               ": a fused norm emitted a per-token input, but this layer quantizes ",
+               quant_method_->has_static_input() ? "at a static scale" : "with a runtime smoother",
+               "; link_quantization must not arm that link");
+  } else {
+    OASR_CHECK(x.static_consumer() == quant_method_.get(), kInternal, who,
+               ": the 8-bit input was quantized at another layer's static scale");
+  }
+  return a;
+}
+
+Tensor QuantizableLayer::quant_forward(const GemmInput& x, Activation act) const {
+  if (!x.is_quantized()) return quant_forward(x.tensor(), act);
+  const quant::QuantizedActivation a = quantized_gemm_input(x);
+  const quant::QuantizedParams params = quant_params();
+  Tensor y = quant_method_->scaled_mm(a, params, act);
+  Shape out_shape = x.shape();
+  out_shape.back() = params.weight.size(0);
+  y = y.view(out_shape);
+  return x.served_dtype() == DType::kF32 ? y : y.to(x.served_dtype());
+}
+
+GemmInput QuantizableLayer::quant_forward_to_consumer(const GemmInput& x, Activation act) const {
+  OASR_CHECK(output_quant_consumer_ != nullptr, kInternal, quant_module().path(),
+             ": quant_forward_to_consumer without an armed GEMM chain");
+  const quant::QuantMethod& consumer = *output_quant_consumer_->quant_method();
+  const quant::QuantizedParams params = quant_params();
+  const DType served = x.served_dtype();
+  quant::QuantizedActivation out =
+      quant_method_->scaled_mm_quant(quantized_gemm_input(x), params, act, consumer, served);
+  Shape out_shape = x.shape();
+  out_shape.back() = params.weight.size(0);
+  return GemmInput(std::move(out), std::move(out_shape), served, GemmInput::Target::kStaticScale,
+                   &consumer);
 }
 
 }  // namespace oasr::layers

@@ -13,9 +13,50 @@
 
 #include "core/activations.h"
 #include "layers/module.h"
+#include "quant/calibration/input_observer.h"
 #include "quant/methods/quant_method.h"
 
 namespace oasr::layers {
+
+// What a GEMM layer reads: the served-dtype tensor, or the 8-bit activation
+// a fused producer emitted for it (spec "Fewer quantize launches": a
+// pre-norm's layer_norm_quant / add_layer_norm_residual_quant, a GEMM
+// chain's scaled_mm_quant). Code between the producer and the GEMM may read
+// the shape and nothing else.
+class GemmInput {
+ public:
+  // What a quantized input was quantized for; its consumer checks it.
+  enum class Target {
+    kPerToken,     // per token, no smoother, in the activation's format
+    kStaticScale,  // one consumer's static input scale (`static_consumer`)
+  };
+
+  GemmInput(Tensor x) : tensor_(std::move(x)) {}  // NOLINT: the full-precision path reads as before
+  // `shape` is the logical [..., K] the unfused tensor would have had (the
+  // activation is [rows, K]); `served` its dtype, which the GEMM returns.
+  GemmInput(quant::QuantizedActivation activation, Shape shape, DType served, Target target,
+            const quant::QuantMethod* static_consumer = nullptr);
+
+  bool is_quantized() const { return quantized_; }
+  const Shape& shape() const { return quantized_ ? shape_ : tensor_.shape(); }
+  int64_t dim() const { return static_cast<int64_t>(shape().size()); }
+  int64_t size(int64_t d) const;
+  // The full-precision tensor; refused (kInternal) for an 8-bit input.
+  const Tensor& tensor() const;
+  const quant::QuantizedActivation& activation() const { return activation_; }
+  DType served_dtype() const { return quantized_ ? served_ : tensor_.dtype(); }
+  Target target() const { return target_; }
+  const quant::QuantMethod* static_consumer() const { return static_consumer_; }
+
+ private:
+  bool quantized_ = false;
+  Tensor tensor_;
+  quant::QuantizedActivation activation_;
+  Shape shape_;
+  DType served_ = DType::kF32;
+  Target target_ = Target::kPerToken;
+  const quant::QuantMethod* static_consumer_ = nullptr;
+};
 
 class QuantizableLayer {
  public:
@@ -41,17 +82,47 @@ class QuantizableLayer {
   // The quantized tensors as the method reads them.
   quant::QuantizedParams quant_params() const;
 
+  // Calibration: while an observer is attached, every forward hands it the
+  // layer's input first (quant/calibration/input_observer.h). nullptr detaches.
+  void set_input_observer(quant::InputObserver* observer) { observer_ = observer; }
+
   virtual Module& quant_module() = 0;
   const Module& quant_module() const { return const_cast<QuantizableLayer*>(this)->quant_module(); }
+
+  // GEMM chain (spec "Fewer quantize launches"): armed by link_quantization,
+  // this layer's epilogue emits `consumer`'s 8-bit input at its static scale
+  // (scaled_mm_quant); nullptr disarms. Both must be quantized and bound.
+  void arm_output_quant(const QuantizableLayer* consumer);
+  // The report's name for who quantizes this layer's input (a fused
+  // producer's label; "" = itself); see QuantMethod::input_quantizer.
+  void set_input_quantizer(std::string label);
+  const QuantizableLayer* output_quant_consumer() const { return output_quant_consumer_; }
 
  protected:
   // The loaded full-precision weight as the GEMM's [N, gemm K] matrix (a
   // convolution's in KRSC order: output channel, kernel rows, columns, input channel).
   virtual Tensor fp_weight_matrix() const = 0;
   Tensor quant_forward(const Tensor& x, Activation act) const;
+  // The quantized forward of either input: a tensor is quantized by this
+  // layer's method (as quant_forward); an 8-bit input, checked against the
+  // method, goes straight to the scaled GEMM. [..., N] in the served dtype.
+  Tensor quant_forward(const GemmInput& x, Activation act) const;
+  // The armed chain producer's forward: the consumer's 8-bit input.
+  GemmInput quant_forward_to_consumer(const GemmInput& x, Activation act) const;
+  // Hands x to the attached observer, if any (first thing in each forward).
+  // An observed layer must read full-precision input: calibrating behind an
+  // armed link is refused (calibrate with the links disarmed).
+  void observe_input(const Tensor& x) const;
+  void observe_input(const GemmInput& x) const;
 
  private:
+  // The 8-bit input of the scaled GEMM: x's own, refused unless it was
+  // quantized for this method, or x quantized here.
+  quant::QuantizedActivation quantized_gemm_input(const GemmInput& x) const;
+
   std::unique_ptr<quant::QuantMethod> quant_method_;
+  quant::InputObserver* observer_ = nullptr;
+  const QuantizableLayer* output_quant_consumer_ = nullptr;
 };
 
 // The GEMM alignment rule shared by every 8-bit lane: in_features % 16 == 0

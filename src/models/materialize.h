@@ -22,8 +22,10 @@ namespace oasr::models {
 
 // What the U2++ Conformer keeps full precision (spec "What stays full
 // precision"): the subsampling's output Linear, linear_pos, the CTC head and
-// the decoder's output layer. It has no autoregressive KV cache.
-quant::QuantLayout u2pp_quantization_layout();
+// the decoder's output layer. It has no autoregressive KV cache. Its smooth
+// groups and GEMM chains reproduce the spec's worked example for this
+// config's blocks (encoder and rescoring decoder).
+quant::QuantLayout u2pp_quantization_layout(const U2ppConfig& config);
 
 struct MaterializeOptions {
   DType dtype = DType::kF32;  // the served dtype

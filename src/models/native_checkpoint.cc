@@ -355,6 +355,13 @@ void write_contents(const ModelSource& source, const fs::path& dir,
   if (source.config.tokenizer.type == TokenizerType::kBpe) {
     write_file_synced(dir / kNativeBpeModelName, read_binary(source.bpe_model));
   }
+  for (const auto& [name, contents] : options.extra_files) {
+    OASR_CHECK(!name.empty() && name.find('/') == std::string::npos && name != kNativeConfigName &&
+                   name != kNativeWeightsName,
+               kInvalidArgument, "save_native_checkpoint: extra file name '", name,
+               "' must be a plain file name other than the checkpoint's own files");
+    write_file_synced(dir / name, contents);
+  }
   sync_directory(dir);
 }
 

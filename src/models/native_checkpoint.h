@@ -54,6 +54,8 @@
 #include <filesystem>
 #include <optional>
 #include <string>
+#include <utility>
+#include <vector>
 
 #include "models/model_source.h"
 
@@ -79,6 +81,9 @@ struct NativeWriteOptions {
   // or bfloat16; unset keeps each tensor's own). The global CMVN statistics
   // always stay float32: they are few and feed every frame.
   std::optional<DType> weight_dtype;
+  // More files written into the directory before it is renamed into place
+  // (file name, contents), e.g. oasr quantize's quantization_report.json.
+  std::vector<std::pair<std::string, std::string>> extra_files;
 };
 
 // Writes `source` as a native directory at `destination`, atomically: every

@@ -37,8 +37,8 @@ Tensor MultiHeadedAttention::attend(const Tensor& scores, const Tensor& v,
   return linear_out_->forward(merge_heads(ops::matmul(probs, v)));
 }
 
-Tensor MultiHeadedAttention::forward(const Tensor& query, const Tensor& memory,
-                                     const Tensor& mask) const {
+Tensor MultiHeadedAttention::forward(const layers::GemmInput& query,
+                                     const layers::GemmInput& memory, const Tensor& mask) const {
   OASR_CHECK(query.dim() == 3 && memory.dim() == 3, kInvalidArgument, path(),
              ": attention takes query [B, Tq, D] and memory [B, Tk, D], got ",
              shape_str(query.shape()), " and ", shape_str(memory.shape()));
@@ -93,7 +93,7 @@ RelPositionMultiHeadedAttention::RelPositionMultiHeadedAttention(int64_t heads, 
 }
 
 RelPositionMultiHeadedAttention::Output RelPositionMultiHeadedAttention::forward(
-    const Tensor& x, const Tensor& mask, const Tensor& pos_emb, const Tensor& att_cache,
+    const layers::GemmInput& x, const Tensor& mask, const Tensor& pos_emb, const Tensor& att_cache,
     bool return_cache) const {
   OASR_CHECK(x.dim() == 3, kInvalidArgument, path(), ": x must be [B, T, D], got ",
              shape_str(x.shape()));

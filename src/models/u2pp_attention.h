@@ -30,7 +30,10 @@ class MultiHeadedAttention : public Module {
   // B queries (attention rescoring: N hypotheses over one utterance); the
   // shared memory is projected once and the queries of all B rows go through
   // the same per-head product. With Bm = 1 the mask must have batch size 1.
-  Tensor forward(const Tensor& query, const Tensor& memory, const Tensor& mask) const;
+  // query / memory: served-dtype tensors, or a pre-norm's 8-bit output for
+  // the projections that read it (self-attention passes the same one twice).
+  Tensor forward(const layers::GemmInput& query, const layers::GemmInput& memory,
+                 const Tensor& mask) const;
 
   int64_t heads() const { return heads_; }
   int64_t head_dim() const { return d_k_; }
@@ -68,7 +71,9 @@ class RelPositionMultiHeadedAttention : public MultiHeadedAttention {
   // x [B, T, D]; pos_emb [1, Tk, D] with Tk = cached frames + T; att_cache
   // undefined/empty or [B, H, cached, 2 d_k] (WeNet's per-layer cache slice:
   // the last dimension holds keys then values).
-  Output forward(const Tensor& x, const Tensor& mask, const Tensor& pos_emb,
+  // x: the served-dtype tensor or norm_mha's 8-bit output (shared by
+  // linear_q / linear_k / linear_v).
+  Output forward(const layers::GemmInput& x, const Tensor& mask, const Tensor& pos_emb,
                  const Tensor& att_cache, bool return_cache) const;
 
  private:

@@ -68,8 +68,8 @@ PositionwiseFeedForward::PositionwiseFeedForward(int64_t dim, int64_t hidden, Ac
   w_2_ = register_module("w_2", std::make_shared<layers::Linear>(hidden, dim, bias));
 }
 
-Tensor PositionwiseFeedForward::forward(const Tensor& x) const {
-  return w_2_->forward(w_1_->forward(x));
+Tensor PositionwiseFeedForward::forward(const layers::GemmInput& x) const {
+  return w_2_->forward(w_1_->chain_forward(x));
 }
 
 namespace u2pp_detail {

@@ -50,7 +50,9 @@ class GlobalCmvn : public Module {
 class PositionwiseFeedForward : public Module {
  public:
   PositionwiseFeedForward(int64_t dim, int64_t hidden, Activation activation, bool bias);
-  Tensor forward(const Tensor& x) const;
+  // x: the served-dtype tensor or its pre-norm's 8-bit output. With the
+  // w_1 -> w_2 chain armed, the hidden activation travels as 8-bit only.
+  Tensor forward(const layers::GemmInput& x) const;
 
  private:
   std::shared_ptr<layers::LinearActivation> w_1_;

@@ -21,14 +21,18 @@ DecoderLayer::DecoderLayer(int64_t dim, const U2ppDecoderConfig& c)
   norm1_ = register_module("norm1", std::make_shared<layers::LayerNorm>(dim, c.norm_eps));
   norm2_ = register_module("norm2", std::make_shared<layers::LayerNorm>(dim, c.norm_eps));
   norm3_ = register_module("norm3", std::make_shared<layers::LayerNorm>(dim, c.norm_eps));
+  norm2_->set_adds_residual(true);  // the kernel a linked norm runs (pre-norm)
+  norm3_->set_adds_residual(true);
 }
 
 Tensor DecoderLayer::forward(const Tensor& x, const Tensor& self_mask, const Tensor& memory,
                              const Tensor& memory_mask) const {
   if (normalize_before_) {
-    const Tensor h = norm1_->forward(x);
-    auto after_self = norm2_->add_forward(self_attn_->forward(h, h, self_mask), x);
-    auto after_src = norm3_->add_forward(
+    // norm1/2/3 feed only GEMMs: armed by link_quantization they emit their
+    // 8-bit output (norm1's shared by linear_q / linear_k / linear_v).
+    const layers::GemmInput h = norm1_->forward_to_gemm(x);
+    auto after_self = norm2_->add_forward_to_gemm(self_attn_->forward(h, h, self_mask), x);
+    auto after_src = norm3_->add_forward_to_gemm(
         src_attn_->forward(after_self.normalized, memory, memory_mask), after_self.sum);
     return ops::add(after_src.sum, feed_forward_->forward(after_src.normalized));
   }

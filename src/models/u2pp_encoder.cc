@@ -186,6 +186,11 @@ ConformerEncoderLayer::ConformerEncoderLayer(const U2ppEncoderConfig& c)
     norm_conv_ = register_module("norm_conv", std::make_shared<layers::LayerNorm>(d, c.norm_eps));
     norm_final_ = register_module("norm_final", std::make_shared<layers::LayerNorm>(d, c.norm_eps));
   }
+  // Pre-norm: norm_mha adds the macaron FFN's output when there is one and
+  // norm_ff always adds the previous sub-block's (the fused kernel a linked
+  // norm runs: add_layer_norm_residual_quant, else layer_norm_quant).
+  norm_mha_->set_adds_residual(c.macaron_style);
+  norm_ff_->set_adds_residual(true);
 }
 
 ConformerEncoderLayer::Output ConformerEncoderLayer::forward(const Tensor& x_in, const Tensor& mask,
@@ -199,14 +204,17 @@ ConformerEncoderLayer::Output ConformerEncoderLayer::forward(const Tensor& x_in,
   if (normalize_before_) {
     // Pre-norm: each residual sum is fused with the next block's LayerNorm,
     // so `h` is always the normalized input of the next sub-block.
-    Tensor h;
+    // The norms feeding only GEMMs (norm_ff_macaron, norm_mha, norm_ff) hand
+    // them a layers::GemmInput: their 8-bit output when link_quantization
+    // armed them, the served-dtype tensor otherwise.
+    layers::GemmInput h = x;
     if (feed_forward_macaron_) {
-      const Tensor y = feed_forward_macaron_->forward(norm_ff_macaron_->forward(x));
-      auto next = norm_mha_->add_scaled_forward(y, x, ff_scale_);
+      const Tensor y = feed_forward_macaron_->forward(norm_ff_macaron_->forward_to_gemm(x));
+      auto next = norm_mha_->add_scaled_forward_to_gemm(y, x, ff_scale_);
       x = next.sum;
-      h = next.normalized;
+      h = std::move(next.normalized);
     } else {
-      h = norm_mha_->forward(x);
+      h = norm_mha_->forward_to_gemm(x);
     }
     auto attention = self_attn_->forward(h, mask, pos_emb, att_cache, return_cache);
     output.att_cache = attention.cache;
@@ -214,11 +222,11 @@ ConformerEncoderLayer::Output ConformerEncoderLayer::forward(const Tensor& x_in,
       auto next = norm_conv_->add_forward(attention.out, x);
       auto conv = conv_module_->forward(next.normalized, valid_lengths, cnn_cache, return_cache);
       output.cnn_cache = conv.cache;
-      auto after_conv = norm_ff_->add_forward(conv.out, next.sum);
+      auto after_conv = norm_ff_->add_forward_to_gemm(conv.out, next.sum);
       const Tensor y = feed_forward_->forward(after_conv.normalized);
       output.x = norm_final_->add_scaled_forward(y, after_conv.sum, ff_scale_).normalized;
     } else {
-      auto next = norm_ff_->add_forward(attention.out, x);
+      auto next = norm_ff_->add_forward_to_gemm(attention.out, x);
       const Tensor y = feed_forward_->forward(next.normalized);
       output.x = ops::add_scaled(next.sum, y, ff_scale_);
     }

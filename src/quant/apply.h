@@ -18,22 +18,12 @@
 #include <vector>
 
 #include "layers/module.h"
+#include "quant/layout.h"
 #include "quant/methods/quant_method.h"
 #include "quant/report.h"
 #include "quant/spec.h"
 
 namespace oasr::quant {
-
-// What an architecture declares about itself (its quantization_layout()).
-struct QuantLayout {
-  struct Kept {
-    std::string glob;    // module-path glob
-    std::string reason;  // why it stays full precision
-  };
-  std::string architecture;               // for messages ("U2++ Conformer")
-  std::vector<Kept> keep_full_precision;  // skipped when selected by kind
-  bool has_ar_kv_cache = false;           // an autoregressive decoder KV cache exists
-};
 
 struct SpecOptions {
   // Online quantization (at load): conv kinds and static schemes, which need

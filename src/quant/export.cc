@@ -32,9 +32,9 @@ void add_expected_tensors(const LayerQuantization& entry, const QuantScheme& sch
 
 }  // namespace
 
-std::vector<std::pair<std::string, Tensor>> quantized_state_dict(Module& model,
-                                                                 const QuantizationSpec& spec,
-                                                                 const TensorSource& original) {
+std::vector<std::pair<std::string, Tensor>> quantized_state_dict(
+    Module& model, const QuantizationSpec& spec, const TensorSource& original,
+    const std::set<std::string>& rewritten) {
   std::map<std::string, Module*> modules;
   for (auto& [path, module] : model.named_modules()) modules[path] = module;
 
@@ -74,6 +74,13 @@ std::vector<std::pair<std::string, Tensor>> quantized_state_dict(Module& model,
                  "; the quantized state-dict table says ", dtype_name(want->second.dtype),
                  shape_str(want->second.shape));
       tensors.emplace_back(name, value.to(Device::cpu()));
+    } else if (original.contains(name) && rewritten.count(name) > 0) {
+      const Tensor& value = slot->value;
+      OASR_CHECK(value.defined() && value.shape() == original.shape(name), kInternal,
+                 "export: ", name, " was rewritten with shape ",
+                 value.defined() ? shape_str(value.shape()) : std::string("unset"),
+                 "; the source holds ", shape_str(original.shape(name)));
+      tensors.emplace_back(name, value.to(Device::cpu()).to(original.dtype(name)));
     } else if (original.contains(name)) {
       tensors.emplace_back(name, original.get(name));
     } else {

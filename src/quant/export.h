@@ -8,6 +8,7 @@
 // Built into oasr_quant_apply: it reads layers/, which sit above quant/.
 #pragma once
 
+#include <set>
 #include <string>
 #include <utility>
 #include <vector>
@@ -24,12 +25,14 @@ namespace oasr::quant {
 //     smooth_inv fp32 [K] only when runtime-smoothed, input_scale fp32 [1]
 //     only with a static input scale; its bias as `original` holds it;
 //   every other tensor exactly as `original` holds it (its dtype and bits:
-//     the model's fp32 copy is not what is written);
+//     the model's fp32 copy is not what is written), except the names in
+//     `rewritten` (parameters SmoothQuant folded a scale into), which are the
+//     model's values converted to the original's dtype;
 //   then any tensor of `original` the model does not hold, in its order.
 // Refuses (kInternal, naming the tensor) a quantized layer whose tensors do
 // not follow the table, and a model parameter `original` lacks.
-std::vector<std::pair<std::string, Tensor>> quantized_state_dict(Module& model,
-                                                                 const QuantizationSpec& spec,
-                                                                 const TensorSource& original);
+std::vector<std::pair<std::string, Tensor>> quantized_state_dict(
+    Module& model, const QuantizationSpec& spec, const TensorSource& original,
+    const std::set<std::string>& rewritten = {});
 
 }  // namespace oasr::quant

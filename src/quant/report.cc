@@ -4,6 +4,24 @@
 #include <sstream>
 
 namespace oasr::quant {
+namespace {
+
+bool all_equal(const std::vector<int64_t>& values) {
+  for (int64_t v : values) {
+    if (v != values.front()) return false;
+  }
+  return true;
+}
+
+// "5", or "5/5/3" when the blocks differ.
+std::string launches_text(const std::vector<int64_t>& per_block) {
+  if (all_equal(per_block)) return std::to_string(per_block.front());
+  std::string text;
+  for (int64_t v : per_block) text += (text.empty() ? "" : "/") + std::to_string(v);
+  return text;
+}
+
+}  // namespace
 
 std::string QuantizationInfo::summary() const {
   if (!enabled()) return "full precision (no quantization)";
@@ -22,6 +40,10 @@ std::string QuantizationInfo::summary() const {
   }
   out << ", KV cache " << (kv_cache.empty() ? "served dtype" : kv_cache);
   out << ", " << skipped.size() << " skipped";
+  if (!standalone_quantize_launches_per_block.empty()) {
+    out << ", " << launches_text(standalone_quantize_launches_per_block)
+        << " standalone quantize launches per encoder block";
+  }
   return out.str();
 }
 
@@ -59,6 +81,13 @@ nlohmann::ordered_json QuantizationInfo::to_json() const {
     skipped_list.push_back({{"path", skip.path}, {"reason", skip.reason}});
   }
   j["skipped"] = skipped_list;
+  if (!standalone_quantize_launches_per_block.empty()) {
+    // One number when every block launches the same, else one per block.
+    const auto& per_block = standalone_quantize_launches_per_block;
+    j["standalone_quantize_launches_per_block"] = all_equal(per_block)
+                                                      ? nlohmann::ordered_json(per_block.front())
+                                                      : nlohmann::ordered_json(per_block);
+  }
   return j;
 }
 

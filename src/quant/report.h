@@ -30,6 +30,10 @@ struct QuantizationInfo {
   std::string kv_cache;  // "" = the served dtype
   std::vector<LayerReport> layers;
   std::vector<SkippedLayer> skipped;
+  // Standalone quantize launches of each encoder block, counted from the
+  // armed links (quant/apply_links.h add_link_report; spec "What each recipe
+  // fuses"); empty when not computed.
+  std::vector<int64_t> standalone_quantize_launches_per_block;
 
   bool enabled() const { return !layers.empty() || !kv_cache.empty(); }
   int64_t quantized_layers() const { return static_cast<int64_t>(layers.size()); }

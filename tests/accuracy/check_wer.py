@@ -20,6 +20,10 @@ another CPU can take other OpenBLAS / SIMD kernels whose float rounding flips
 a close beam decision here and there. Why a small one: a real regression (a
 broken layer, a wrong feature) moves these WERs by tens of points.
 
+A row may also carry "prepare": an `oasr` command run first (e.g. `oasr
+quantize ...` writing a calibrated checkpoint), where `$WORK` names a fresh
+temporary folder that "command" may read too; it is removed afterwards.
+
 Rows whose "device" this build cannot run (cuda without a GPU) are skipped
 (exit 77). The eval sets' checksum must match the reference's, otherwise the
 numbers are not comparable and the test fails saying so. Standard library only.
@@ -35,6 +39,7 @@ import shlex
 import shutil
 import subprocess
 import sys
+import tempfile
 from pathlib import Path
 
 SKIP = 77
@@ -44,13 +49,18 @@ def allowed_extra_errors(tolerance: dict, words: int) -> int:
     return max(int(tolerance["min_errors"]), math.ceil(float(tolerance["wer_points"]) / 100.0 * words))
 
 
-def expand_command(command: str, oasr: Path, eval_sets: Path, whisper_tiny_en: Path | None) -> list[str]:
+def expand_command(command: str, oasr: Path, eval_sets: Path, whisper_tiny_en: Path | None,
+                   work: Path | None = None) -> list[str]:
     argv = shlex.split(command)
     if not argv or argv[0] != "oasr":
         raise SystemExit(f"error: reference command must start with 'oasr': {command!r}")
     out = [str(oasr)]
     for arg in argv[1:]:
         arg = arg.replace("$EVAL_SETS", str(eval_sets))
+        if "$WORK" in arg:
+            if work is None:
+                raise SystemExit("error: $WORK is only defined for rows with a prepare command")
+            arg = arg.replace("$WORK", str(work))
         if "$WHISPER_TINY_EN" in arg:
             if whisper_tiny_en is None:
                 raise SystemExit("error: the row needs --whisper-tiny-en")
@@ -101,7 +111,20 @@ def main() -> int:
               "packages they are built from changed. Re-measure and update ci/wer-reference.json.")
         return 1
 
-    argv = expand_command(row["command"], args.oasr, args.eval_sets, args.whisper_tiny_en) + [
+    with tempfile.TemporaryDirectory(prefix="oasr-wer-") as work_dir:
+        return run_row(row, label, reference, args, Path(work_dir))
+
+
+def run_row(row: dict, label: str, reference: dict, args: argparse.Namespace, work: Path) -> int:
+    if row.get("prepare"):
+        prepare = expand_command(row["prepare"], args.oasr, args.eval_sets, args.whisper_tiny_en, work)
+        print("preparing:", " ".join(shlex.quote(a) for a in prepare), flush=True)
+        result = subprocess.run(prepare, cwd=args.source_dir, capture_output=True, text=True)
+        if result.returncode != 0:
+            print(f"FAIL {label}: the prepare command exited with {result.returncode}: "
+                  f"{result.stderr.strip()[-2000:]}")
+            return 1
+    argv = expand_command(row["command"], args.oasr, args.eval_sets, args.whisper_tiny_en, work) + [
         "--output-format", "json"]
     print("running:", " ".join(shlex.quote(a) for a in argv), flush=True)
     result = subprocess.run(argv, cwd=args.source_dir, capture_output=True, text=True)

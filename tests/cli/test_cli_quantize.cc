@@ -190,20 +190,23 @@ TEST_F(CliQuantize, TranscribeRefusesAnotherSchemeForTheCheckpoint) {
   EXPECT_TRUE(refused_with(r, {"int8_w8a8", "fp8_w8a8"}));
 }
 
-TEST_F(CliQuantize, RefusesCalibratedRecipesUnknownRecipesAndConvolutions) {
+TEST_F(CliQuantize, RefusesCalibratedRecipesWithoutAudioUnknownRecipesAndConvolutions) {
   const std::string src = source_dir().string();
   const fs::path dst = scratch_->path() / "refused";
   EXPECT_TRUE(
       refused_with(run_oasr({"quantize", src, dst.string(), "--recipe", "smoothquant_w8a8"}),
-                   {"smoothquant_w8a8", "arrives with calibration ([W1-D])", "int8_w8a8_rtn"}));
+                   {"smoothquant_w8a8", "needs calibration audio", "--calib-manifest"}));
   EXPECT_TRUE(refused_with(
       run_oasr({"quantize", src, dst.string(), "--recipe", "smoothquant_fp8_w8a8_fused"}),
-      {"smoothquant_fp8_w8a8_fused", "[W1-D]"}));
+      {"smoothquant_fp8_w8a8_fused", "--calib-manifest"}));
   EXPECT_TRUE(refused_with(run_oasr({"quantize", src, dst.string(), "--recipe", "gptq"}),
                            {"unknown --recipe 'gptq'", "fp8_w8a8_rtn"}));
   EXPECT_TRUE(refused_with(run_oasr({"quantize", src, dst.string(), "--recipe", "int8_w8a8_rtn",
                                      "--module-types", "linear,conv2d"}),
-                           {"--module-types conv2d", "calibrated static input scale"}));
+                           {"convolution kind in --module-types", "--calib-manifest"}));
+  EXPECT_TRUE(refused_with(run_oasr({"quantize", src, dst.string(), "--recipe", "fp8_w8a8_rtn",
+                                     "--module-types", "linear,conv2d"}),
+                           {"int8 only"}));
   EXPECT_TRUE(refused_with(run_oasr({"quantize", src, dst.string(), "--recipe", "int8_w8a8_rtn",
                                      "--module-types", "dense"}),
                            {"dense"}));

@@ -93,6 +93,34 @@ int64_t expected_quantized_layers(const models::U2ppConfig& c) {
   return 10 * c.encoder.num_blocks + 10 * (c.decoder.num_blocks + c.decoder.r_num_blocks);
 }
 
+// Who quantizes a layer's input under online int8 (spec "The quantized
+// forward of one encoder block"): the pre-norms feeding only per-token GEMMs
+// emit their 8-bit input (the add + norm where a residual add precedes them);
+// the rest quantize their own.
+std::string expected_input_quantizer(const std::string& path) {
+  const size_t dot =
+      path.find('.', path.find("decoders.") != std::string::npos ? path.find("decoders.") + 9
+                                                                 : path.find("encoders.") + 9);
+  const std::string block = path.substr(0, dot + 1);
+  const std::string layer = path.substr(dot + 1);
+  if (layer == "feed_forward_macaron.w_1") return block + "norm_ff_macaron (layer_norm_quant)";
+  if (layer == "feed_forward.w_1") {
+    return block + (path.rfind("encoder.", 0) == 0 ? "norm_ff" : "norm3") +
+           " (add_layer_norm_residual_quant)";
+  }
+  if (path.rfind("encoder.", 0) == 0 &&
+      (layer == "self_attn.linear_q" || layer == "self_attn.linear_k" ||
+       layer == "self_attn.linear_v")) {
+    return block + "norm_mha (add_layer_norm_residual_quant)";
+  }
+  if (layer == "self_attn.linear_q" || layer == "self_attn.linear_k" ||
+      layer == "self_attn.linear_v") {
+    return block + "norm1 (layer_norm_quant)";
+  }
+  if (layer == "src_attn.linear_q") return block + "norm2 (add_layer_norm_residual_quant)";
+  return "self (quantize_per_token)";
+}
+
 TEST(QuantEngine, OnlineInt8QuantizesEveryDenseGemmButTheKeptOnes) {
   const ASREngine fp(config_for(wenet_dir(), ""));
   EXPECT_FALSE(fp.quantization_info().enabled());
@@ -105,6 +133,10 @@ TEST(QuantEngine, OnlineInt8QuantizesEveryDenseGemmButTheKeptOnes) {
   EXPECT_EQ(info.schemes, std::vector<std::string>{"int8_w8a8"});
   EXPECT_EQ(info.source, "online");
   EXPECT_EQ(info.kv_cache, "");
+  // 10 quantized GEMMs a block; the norms feeding w_1 (twice) and q/k/v quantize
+  // for them, so w_2 (twice), linear_out and both pointwise convs launch their own.
+  EXPECT_EQ(info.standalone_quantize_launches_per_block,
+            std::vector<int64_t>(static_cast<size_t>(c.encoder.num_blocks), 5));
   const quant::ScaledMMLane* avx2 = quant::find_lane("cpu_avx2_int8");
   const std::string lane =
       avx2 != nullptr && avx2->is_available() ? "cpu_avx2_int8" : "cpu_reference";
@@ -112,7 +144,7 @@ TEST(QuantEngine, OnlineInt8QuantizesEveryDenseGemmButTheKeptOnes) {
   for (const quant::LayerReport& layer : info.layers) {
     EXPECT_EQ(layer.lane, lane) << layer.path;
     EXPECT_EQ(layer.scheme, "int8_w8a8");
-    EXPECT_EQ(layer.input_quantizer, "self (quantize_per_token)");
+    EXPECT_EQ(layer.input_quantizer, expected_input_quantizer(layer.path)) << layer.path;
     paths.insert(layer.path);
   }
   for (const char* path :

@@ -4,7 +4,9 @@
 #include <map>
 
 #include "core/error.h"
+#include "quant/kernels/cpu/fused_producers.h"
 #include "quant/kernels/cpu/scaled_mm_reference.h"
+#include "quant/methods/fused_producers.h"
 #include "quant/numerics.h"
 
 namespace oasr::quant {
@@ -72,6 +74,7 @@ void QuantMethod::bind(const BindOptions& options, const QuantizedParams& params
              "); keep this layer in full precision (ignore it)");
   const ScaledMMLane& lane = choose_lane(format(), options.device, options.backend);
   static_multiplier_.clear();
+  runtime_smoothed_ = params.smooth_inv.defined();
   if (has_static_input()) {
     OASR_CHECK(params.input_scale.defined() && params.input_scale.numel() == 1, kInvalidArgument,
                "the ", scheme_.name, " scheme needs a calibrated input_scale [1]");
@@ -186,8 +189,49 @@ Tensor QuantMethod::forward(const Tensor& x, const QuantizedParams& params, Acti
   return x.dtype() == DType::kF32 ? y : y.to(x.dtype());
 }
 
+QuantizedActivation QuantMethod::scaled_mm_quant(const QuantizedActivation& input,
+                                                 const QuantizedParams& params, Activation act,
+                                                 const QuantMethod& consumer, DType served) const {
+  OASR_CHECK(consumer.has_static_input() && !consumer.static_multiplier_.empty(), kInternal,
+             "scaled_mm_quant: the consumer (", consumer.scheme_.name,
+             ") has no bound static input scale; a GEMM chain needs one");
+  OASR_CHECK(consumer.format() == format(), kInternal, "scaled_mm_quant: a ", to_string(format()),
+             " producer cannot emit the ", to_string(consumer.format()),
+             " input of its consumer; link_quantization arms same-format chains only");
+  const int64_t n = params.weight.size(0);
+  OASR_CHECK(static_cast<int64_t>(consumer.static_multiplier_.size()) == n, kInternal,
+             "scaled_mm_quant: the producer's ", n, " outputs do not match the consumer's ",
+             consumer.static_multiplier_.size(), " inputs");
+  OASR_CHECK(served == DType::kF32 || served == DType::kF16 || served == DType::kBF16, kInternal,
+             "scaled_mm_quant: served dtype ", dtype_name(served), " is not a float dtype");
+  // The epilogue result in fp32, rounded to the served dtype as the unfused
+  // producer's output tensor would hold it (a no-op for float32).
+  Tensor y = scaled_mm(input, params, act);
+  if (served != DType::kF32) y = y.to(served).to(DType::kF32);
+  const int64_t m = y.size(0);
+  QuantizedActivation out;
+  out.format = format();
+  out.data = Tensor::empty({m, n}, storage_dtype());
+  out.scale = Tensor::empty({m}, DType::kF32);
+  for (int64_t row = 0; row < m; ++row) out.scale.data<float>()[row] = consumer.static_scale_;
+  if (format() == QDType::kInt8) {
+    cpu::quantize_epilogue_static_int8(y.data<float>(), consumer.static_multiplier_.data(), m, n,
+                                       out.data.data<int8_t>());
+  } else {
+    cpu::quantize_epilogue_static_e4m3(y.data<float>(), consumer.static_multiplier_.data(), m, n,
+                                       static_cast<uint8_t*>(out.data.raw_data()));
+  }
+  note_fused_producer_call(FusedProducer::kScaledMMQuant);
+  return out;
+}
+
+std::string QuantMethod::own_input_quantizer() const {
+  if (has_static_input()) return "self (quantize_static)";
+  return runtime_smoothed_ ? "self (quantize_per_token + smoother)" : "self (quantize_per_token)";
+}
+
 std::string QuantMethod::input_quantizer() const {
-  return has_static_input() ? "self (quantize_static)" : "self (quantize_per_token)";
+  return linked_input_quantizer_.empty() ? own_input_quantizer() : linked_input_quantizer_;
 }
 
 // ---- refusals and the registry ---------------------------------------------

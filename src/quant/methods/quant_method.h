@@ -99,8 +99,34 @@ class QuantMethod {
   // Both, for x [..., K] in fp32/fp16/bf16 -> [..., N] in x's dtype, rounded once.
   Tensor forward(const Tensor& x, const QuantizedParams& params, Activation act) const;
 
-  // Who quantizes this layer's input, for the report.
+  // The quantizing epilogue of a GEMM-chain producer (spec "One quantized
+  // GEMM"): y = act(scaled GEMM + bias), rounded once to `served` (the dtype
+  // the unfused producer would return), then quantized at `consumer`'s
+  // static multiplier: bit-identical to scaled_mm, the cast to `served` and
+  // the consumer's own quantize_input. The result carries the consumer's
+  // input_scale per row, as its quantize_input would.
+  QuantizedActivation scaled_mm_quant(const QuantizedActivation& input,
+                                      const QuantizedParams& params, Activation act,
+                                      const QuantMethod& consumer, DType served) const;
+
+  // Whether bind saw a runtime smoother (a smooth_inv slot).
+  bool runtime_smoothed() const { return runtime_smoothed_; }
+  // Its input is quantized per token, without a runtime smoother: the input
+  // a fused pre-norm can emit for it (spec "Fewer quantize launches").
+  bool takes_plain_per_token_input() const { return !has_static_input() && !runtime_smoothed_; }
+  // The calibrated input_scale (static schemes, after bind).
+  float static_input_scale() const { return static_scale_; }
+
+  // Who quantizes this layer's input, for the report: the label
+  // link_quantization set ("encoder.encoders.0.norm_mha
+  // (add_layer_norm_residual_quant)"), else its own quantize ("self
+  // (quantize_per_token)", "self (quantize_per_token + smoother)", "self
+  // (quantize_static)").
   std::string input_quantizer() const;
+  // The label of a fused producer quantizing this layer's input; "" = self.
+  void set_input_quantizer(std::string label) { linked_input_quantizer_ = std::move(label); }
+  // Its own quantize step's label, whatever the links.
+  std::string own_input_quantizer() const;
 
  private:
   QuantScheme scheme_;
@@ -108,6 +134,8 @@ class QuantMethod {
   std::shared_ptr<const void> prepared_weight_;  // the lane's repacked weight, if it repacks
   std::vector<float> static_multiplier_;         // [K], static input only
   float static_scale_ = 0.0f;
+  bool runtime_smoothed_ = false;
+  std::string linked_input_quantizer_;  // set by link_quantization; "" = self
 };
 
 // Refuses, by name and with what to do, a scheme no method serves: nvfp4, a

@@ -1,0 +1,135 @@
+#include "quant/methods/fused_producers.h"
+
+#include <atomic>
+
+#include "core/error.h"
+#include "quant/kernels/cpu/fused_producers.h"
+
+namespace oasr::quant {
+namespace {
+
+std::atomic<int64_t> g_layer_norm_quant_calls{0};
+std::atomic<int64_t> g_add_layer_norm_quant_calls{0};
+std::atomic<int64_t> g_scaled_mm_quant_calls{0};
+
+DType storage_dtype_of(QDType format) {
+  OASR_CHECK(format == QDType::kInt8 || format == QDType::kFp8E4M3, kInternal,
+             "fused norm quantize: format ", to_string(format), " is not int8 or fp8 e4m3");
+  return format == QDType::kInt8 ? DType::kI8 : DType::kF8E4M3;
+}
+
+// Validates the norm's operands; returns D.
+int64_t check_norm_operands(const char* op, const Tensor& x, const Tensor& weight,
+                            const Tensor& bias) {
+  OASR_CHECK(x.defined() && x.dim() >= 1, kInvalidArgument, op,
+             ": x must be a tensor [..., D], got ", x.defined() ? shape_str(x.shape()) : "none");
+  OASR_CHECK(fused_producers_available(x.device()), kUnsupported, op, ": no ", x.device().str(),
+             " body yet (only the CPU reference); disarm the links (OASR_QUANT_FUSION=0)");
+  OASR_CHECK(x.dtype() == DType::kF32, kInvalidArgument, op,
+             ": the CPU body takes float32 (the CPU's served dtype), got ", dtype_name(x.dtype()));
+  const int64_t features = x.size(-1);
+  for (const Tensor* param : {&weight, &bias}) {
+    if (!param->defined()) continue;
+    OASR_CHECK(param->dtype() == DType::kF32 && param->dim() == 1 && param->size(0) == features &&
+                   param->device() == x.device(),
+               kInvalidArgument, op, ": weight and bias must be float32 [", features,
+               "] on x's device, got ", param->str());
+  }
+  return features;
+}
+
+const float* data_or_null(const Tensor& t) {
+  return t.defined() ? t.data<float>() : nullptr;
+}
+
+QuantizedActivation empty_activation(int64_t rows, int64_t features, QDType format) {
+  QuantizedActivation out;
+  out.format = format;
+  out.data = Tensor::empty({rows, features}, storage_dtype_of(format));
+  out.scale = Tensor::empty({rows}, DType::kF32);
+  return out;
+}
+
+}  // namespace
+
+bool fused_producers_available(Device device) {
+  return device.is_cpu();
+}
+
+QuantizedActivation layer_norm_quant(const Tensor& x, const Tensor& weight, const Tensor& bias,
+                                     float eps, QDType format) {
+  constexpr const char* kOp = "layer_norm_quant";
+  const int64_t features = check_norm_operands(kOp, x, weight, bias);
+  const Tensor x_c = x.contiguous();
+  const Tensor w_c = weight.defined() ? weight.contiguous() : Tensor();
+  const Tensor b_c = bias.defined() ? bias.contiguous() : Tensor();
+  const int64_t rows = features == 0 ? 0 : x.numel() / features;
+  QuantizedActivation out = empty_activation(rows, features, format);
+  if (format == QDType::kInt8) {
+    cpu::layer_norm_quant_int8(x_c.data<float>(), data_or_null(w_c), data_or_null(b_c), rows,
+                               features, eps, out.data.data<int8_t>(), out.scale.data<float>());
+  } else {
+    cpu::layer_norm_quant_e4m3(x_c.data<float>(), data_or_null(w_c), data_or_null(b_c), rows,
+                               features, eps, static_cast<uint8_t*>(out.data.raw_data()),
+                               out.scale.data<float>());
+  }
+  note_fused_producer_call(FusedProducer::kLayerNormQuant);
+  return out;
+}
+
+AddLayerNormQuantResult add_layer_norm_residual_quant(const Tensor& x, const Tensor& residual,
+                                                      float alpha, const Tensor& weight,
+                                                      const Tensor& bias, float eps,
+                                                      QDType format) {
+  constexpr const char* kOp = "add_layer_norm_residual_quant";
+  const int64_t features = check_norm_operands(kOp, x, weight, bias);
+  OASR_CHECK(residual.defined() && residual.shape() == x.shape() && residual.dtype() == x.dtype() &&
+                 residual.device() == x.device(),
+             kInvalidArgument, kOp, ": residual must match x ", x.str(), ", got ",
+             residual.defined() ? residual.str() : "none");
+  const Tensor x_c = x.contiguous();
+  const Tensor r_c = residual.contiguous();
+  const Tensor w_c = weight.defined() ? weight.contiguous() : Tensor();
+  const Tensor b_c = bias.defined() ? bias.contiguous() : Tensor();
+  const int64_t rows = features == 0 ? 0 : x.numel() / features;
+  AddLayerNormQuantResult out;
+  out.sum = Tensor::empty(x.shape(), x.dtype(), x.device());
+  out.quantized = empty_activation(rows, features, format);
+  if (format == QDType::kInt8) {
+    cpu::add_layer_norm_residual_quant_int8(
+        x_c.data<float>(), r_c.data<float>(), alpha, data_or_null(w_c), data_or_null(b_c), rows,
+        features, eps, out.sum.data<float>(), out.quantized.data.data<int8_t>(),
+        out.quantized.scale.data<float>());
+  } else {
+    cpu::add_layer_norm_residual_quant_e4m3(
+        x_c.data<float>(), r_c.data<float>(), alpha, data_or_null(w_c), data_or_null(b_c), rows,
+        features, eps, out.sum.data<float>(), static_cast<uint8_t*>(out.quantized.data.raw_data()),
+        out.quantized.scale.data<float>());
+  }
+  note_fused_producer_call(FusedProducer::kAddLayerNormResidualQuant);
+  return out;
+}
+
+FusedProducerCalls fused_producer_calls() {
+  FusedProducerCalls calls;
+  calls.layer_norm_quant = g_layer_norm_quant_calls.load();
+  calls.add_layer_norm_residual_quant = g_add_layer_norm_quant_calls.load();
+  calls.scaled_mm_quant = g_scaled_mm_quant_calls.load();
+  return calls;
+}
+
+void note_fused_producer_call(FusedProducer producer) {
+  switch (producer) {
+    case FusedProducer::kLayerNormQuant:
+      ++g_layer_norm_quant_calls;
+      return;
+    case FusedProducer::kAddLayerNormResidualQuant:
+      ++g_add_layer_norm_quant_calls;
+      return;
+    case FusedProducer::kScaledMMQuant:
+      ++g_scaled_mm_quant_calls;
+      return;
+  }
+}
+
+}  // namespace oasr::quant
