@@ -8,7 +8,6 @@
 #include <iterator>
 #include <map>
 #include <set>
-#include <sstream>
 
 #include "audio/audio_file.h"
 #include "core/error.h"
@@ -30,18 +29,6 @@ using nlohmann::ordered_json;
 constexpr int64_t kDefaultCalibUtterances = 128;
 constexpr double kDefaultAlpha = 0.5;
 constexpr const char* kReportName = "quantization_report.json";
-
-std::vector<std::string> split_commas(const std::string& text) {
-  std::vector<std::string> parts;
-  std::stringstream stream(text);
-  std::string part;
-  while (std::getline(stream, part, ',')) {
-    part.erase(0, part.find_first_not_of(' '));
-    part.erase(part.find_last_not_of(' ') + 1);
-    if (!part.empty()) parts.push_back(part);
-  }
-  return parts;
-}
 
 struct RecipeOptions {
   std::string static_observer = "mse";
@@ -202,14 +189,12 @@ ordered_json range_of(const std::vector<float>& values) {
           {"max", *std::max_element(values.begin(), values.end())}};
 }
 
-ordered_json layer_report(Module& model, const quant::LayerQuantization& entry,
+ordered_json layer_report(const std::map<std::string, Module*>& modules,
+                          const quant::LayerQuantization& entry,
                           const quant::QuantizationSpec& spec,
                           const quant::CalibrationRecorder* recorder,
                           const quant::CalibratedTensors& tensors) {
-  Module* module = nullptr;
-  for (auto& [path, m] : model.named_modules()) {
-    if (path == entry.path) module = m;
-  }
+  const Module* module = modules.at(entry.path);
   ordered_json out;
   out["path"] = entry.path;
   out["kind"] = std::string(quant::to_string(entry.kind));
@@ -344,7 +329,8 @@ QuantizeOutcome quantize_checkpoint(const QuantizeRequest& request) {
   quant::QuantizationConfig config;
   config.scheme = recipe.scheme;
   for (const std::string& glob : request.ignore) {
-    for (std::string& part : split_commas(glob)) config.ignore.push_back(std::move(part));
+    for (std::string& part : quant::split_comma_list(glob))
+      config.ignore.push_back(std::move(part));
   }
   config.module_types = parse_kinds(request.module_types);
   config.validate();
@@ -494,8 +480,9 @@ QuantizeOutcome quantize_checkpoint(const QuantizeRequest& request) {
   report["producer"] = spec.to_json()["producer"];
   if (recipe.smoothquant) report["smoothquant"] = {{"alpha", alpha}, {"groups", smoothing.report}};
   ordered_json layers = ordered_json::array();
+  const auto modules = quant::modules_by_path(model);
   for (const quant::LayerQuantization& entry : spec.layers) {
-    layers.push_back(layer_report(model, entry, spec, stats, tensors));
+    layers.push_back(layer_report(modules, entry, spec, stats, tensors));
   }
   report["layers"] = std::move(layers);
   ordered_json skipped = ordered_json::array();

@@ -8,6 +8,13 @@
 #include "quant/lanes/scaled_mm_lane.h"
 
 namespace oasr::quant {
+
+std::map<std::string, Module*> modules_by_path(const Module& model) {
+  std::map<std::string, Module*> out;
+  for (auto& [path, module] : const_cast<Module&>(model).named_modules()) out[path] = module;
+  return out;
+}
+
 namespace {
 
 using layers::QuantizableLayer;
@@ -26,12 +33,6 @@ std::vector<Candidate> quantizable_layers(const Module& model) {
     if (layer == nullptr) continue;
     out.push_back({path, module, layer, layer->quant_geometry().kind});
   }
-  return out;
-}
-
-std::map<std::string, Module*> modules_by_path(const Module& model) {
-  std::map<std::string, Module*> out;
-  for (auto& [path, module] : const_cast<Module&>(model).named_modules()) out[path] = module;
   return out;
 }
 

@@ -13,6 +13,7 @@
 //   then model.to(dtype), model.to(device), bind_quantization(model, options).
 #pragma once
 
+#include <map>
 #include <optional>
 #include <string>
 #include <vector>
@@ -64,6 +65,9 @@ QuantizationSpec spec_from_rules(const std::vector<SelectionRule>& rules,
 QuantizationSpec resolve_checkpoint_spec(const QuantizationSpec& checkpoint,
                                          const QuantizationConfig& requested,
                                          const std::string& checkpoint_name);
+
+// Every module of `model` by its path (the root is "").
+std::map<std::string, Module*> modules_by_path(const Module& model);
 
 // Refuses a spec naming a layer the model lacks, one that is not
 // quantizable, of another kind, or that cannot take its scheme (unaligned).

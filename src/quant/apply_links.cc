@@ -9,16 +9,11 @@
 #include "layers/linear.h"
 #include "layers/norm.h"
 #include "layers/quantizable.h"
+#include "quant/apply.h"
 #include "quant/methods/fused_producers.h"
 
 namespace oasr::quant {
 namespace {
-
-std::map<std::string, Module*> modules_by_path(const Module& model) {
-  std::map<std::string, Module*> out;
-  for (auto& [path, module] : const_cast<Module&>(model).named_modules()) out[path] = module;
-  return out;
-}
 
 // The bound quantized layer at `path`, or nullptr with `why` set.
 layers::QuantizableLayer* bound_layer(const std::map<std::string, Module*>& modules,

@@ -7,9 +7,8 @@
 #include "quant/methods/quant_method.h"
 
 namespace oasr::quant {
-namespace {
 
-std::vector<std::string> split_commas(const std::string& text) {
+std::vector<std::string> split_comma_list(const std::string& text) {
   std::vector<std::string> parts;
   std::stringstream in(text);
   std::string part;
@@ -20,6 +19,8 @@ std::vector<std::string> split_commas(const std::string& text) {
   }
   return parts;
 }
+
+namespace {
 
 // A JSON string or list of strings (ignore, module_types).
 std::vector<std::string> string_list(const nlohmann::json& value, const char* key) {
@@ -126,7 +127,7 @@ QuantizationConfig QuantizationConfig::from_json(const nlohmann::json& value) {
       if (item.is_string()) config.scheme = item.get<std::string>();
     } else if (key == "ignore") {
       for (const std::string& glob : string_list(item, "ignore")) {
-        for (const std::string& part : split_commas(glob)) config.ignore.push_back(part);
+        for (const std::string& part : split_comma_list(glob)) config.ignore.push_back(part);
       }
     } else if (key == "module_types") {
       config.module_types = parse_layer_kinds(string_list(item, "module_types"));
@@ -155,7 +156,7 @@ QuantizationConfig QuantizationConfig::from_options(const std::string& scheme,
     const std::string key = option.substr(0, eq);
     const std::string value = option.substr(eq + 1);
     if (key == "ignore") {
-      for (const std::string& glob : split_commas(value)) config.ignore.push_back(glob);
+      for (const std::string& glob : split_comma_list(value)) config.ignore.push_back(glob);
     } else if (key == "module_types") {
       kinds.push_back(value);
     } else if (key == "kv_cache") {

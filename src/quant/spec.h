@@ -43,6 +43,9 @@ struct QuantizationConfig {
   std::vector<LayerKind> kinds() const { return module_types.value_or(default_layer_kinds()); }
 };
 
+// "a, b,,c " -> {"a", "b", "c"}: comma-separated items, spaces trimmed, empties dropped.
+std::vector<std::string> split_comma_list(const std::string& text);
+
 // The scheme's family: its name without "_static" (int8_w8a8_static -> int8_w8a8).
 std::string scheme_family(const std::string& scheme_name);
 

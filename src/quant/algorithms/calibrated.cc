@@ -3,6 +3,7 @@
 #include "core/error.h"
 #include "layers/quantizable.h"
 #include "quant/algorithms/smoothquant.h"
+#include "quant/apply.h"
 #include "quant/methods/quant_method.h"
 #include "quant/numerics.h"
 
@@ -69,8 +70,7 @@ StaticInputScale choose_static_input_scale(const CalibrationRecorder& recorder,
 
 void quantize_model_calibrated(Module& model, const QuantizationSpec& spec,
                                const CalibratedTensors& tensors) {
-  std::map<std::string, Module*> modules;
-  for (auto& [path, module] : model.named_modules()) modules[path] = module;
+  const auto modules = modules_by_path(model);
   for (const LayerQuantization& entry : spec.layers) {
     const auto it = modules.find(entry.path);
     OASR_CHECK(it != modules.end(), kInternal, "quantize: the spec names '", entry.path,

@@ -7,14 +7,14 @@
 #include "layers/linear.h"
 #include "layers/norm.h"
 #include "layers/quantizable.h"
+#include "quant/apply.h"
 
 namespace oasr::quant {
 namespace {
 
-Module& module_at(Module& root, const std::string& path) {
-  for (auto& [name, module] : root.named_modules()) {
-    if (name == path) return *module;
-  }
+Module& module_at(const std::map<std::string, Module*>& modules, const std::string& path) {
+  const auto it = modules.find(path);
+  if (it != modules.end()) return *it->second;
   OASR_THROW(kInternal, "smoothquant: the layout names '", path,
              "', which the model does not have");
 }
@@ -180,6 +180,7 @@ SmoothQuantResult apply_smoothquant(Module& master, const QuantLayout& layout,
              " declares no smoothing layout (quantization_layout()), so it cannot be smoothed; "
              "use a round-to-nearest recipe (int8_w8a8_rtn / fp8_w8a8_rtn)");
   SmoothQuantResult result;
+  const auto modules = modules_by_path(master);
   for (const SmoothGroup& group : layout.smooth_groups) {
     std::vector<std::string> selected;
     for (const std::string& path : group.consumers) {
@@ -208,7 +209,7 @@ SmoothQuantResult apply_smoothquant(Module& master, const QuantLayout& layout,
     }
     std::vector<float> weight_max(act.size(), 0.0f);
     for (const std::string& path : scaled) {
-      const std::vector<float> columns = column_absmax(consumer_weight(module_at(master, path)));
+      const std::vector<float> columns = column_absmax(consumer_weight(module_at(modules, path)));
       OASR_CHECK(columns.size() == act.size(), kInternal, "SmoothQuant: '", path, "' has ",
                  columns.size(), " input channels; its group's input has ", act.size());
       for (size_t j = 0; j < act.size(); ++j) weight_max[j] = std::max(weight_max[j], columns[j]);
@@ -216,7 +217,7 @@ SmoothQuantResult apply_smoothquant(Module& master, const QuantLayout& layout,
     std::vector<float> producer_max;
     Module* producer = nullptr;
     if (group.fold != SmoothFold::kRuntime) {
-      producer = &module_at(master, group.producer);
+      producer = &module_at(modules, group.producer);
       producer_max =
           group.fold == SmoothFold::kNormAffine ? affine_absmax(*producer) : row_absmax(*producer);
     }
@@ -235,7 +236,7 @@ SmoothQuantResult apply_smoothquant(Module& master, const QuantLayout& layout,
         break;
     }
     for (const std::string& path : scaled) {
-      Module& consumer = module_at(master, path);
+      Module& consumer = module_at(modules, path);
       if (group.fold == SmoothFold::kRuntime) {
         std::vector<float> inverse(scales.s.size());
         for (size_t j = 0; j < inverse.size(); ++j) inverse[j] = 1.0f / scales.s[j];
