@@ -1,52 +1,24 @@
 #include "ops/cuda/layer_norm.h"
 
 #include "ops/cuda/cuda_common.cuh"
+#include "ops/cuda/layer_norm_row.cuh"
 
 namespace oasr::ops::cuda {
 namespace {
 
-// Blocks stride over the rows. With kFusedAdd, the first pass forms the
-// residual sum, stores it rounded to T and normalizes what it stored; each
-// thread rereads only the elements it wrote itself, so no barrier is needed
-// between the store and the later passes.
+// Blocks stride over the rows; the row math is layer_norm_row.cuh's, shared
+// with the fused quantize producers (quant/kernels/cuda/norm_quant.cu).
 template <typename T, bool kFusedAdd>
 __global__ void layer_norm_kernel(const T* x, const T* residual, float alpha, const T* weight,
                                   const T* bias, float eps, T* sum, T* out, int64_t rows,
                                   int64_t features) {
   __shared__ float scratch[32];
-  const float count = static_cast<float>(features);
   for (int64_t row = blockIdx.x; row < rows; row += gridDim.x) {
     const int64_t offset = row * features;
-    const T* values = x + offset;
-    float partial = 0.0f;
-    if constexpr (kFusedAdd) {
-      for (int64_t d = threadIdx.x; d < features; d += blockDim.x) {
-        const float scaled = __fmul_rn(alpha, to_float(x[offset + d]));
-        const T rounded = from_float<T>(__fadd_rn(to_float(residual[offset + d]), scaled));
-        sum[offset + d] = rounded;
-        partial = __fadd_rn(partial, to_float(rounded));
-      }
-      values = sum + offset;
-    } else {
-      for (int64_t d = threadIdx.x; d < features; d += blockDim.x) {
-        partial = __fadd_rn(partial, to_float(values[d]));
-      }
-    }
-    const float mean = __fdiv_rn(block_reduce(partial, SumOp{}, 0.0f, scratch), count);
-
-    float squares = 0.0f;
+    const LayerNormRow<T> stats =
+        layer_norm_row_stats<T, kFusedAdd>(x, residual, alpha, sum, offset, features, eps, scratch);
     for (int64_t d = threadIdx.x; d < features; d += blockDim.x) {
-      const float centered = __fsub_rn(to_float(values[d]), mean);
-      squares = __fadd_rn(squares, __fmul_rn(centered, centered));
-    }
-    const float variance = __fdiv_rn(block_reduce(squares, SumOp{}, 0.0f, scratch), count);
-    const float rstd = __fdiv_rn(1.0f, __fsqrt_rn(__fadd_rn(variance, eps)));
-
-    for (int64_t d = threadIdx.x; d < features; d += blockDim.x) {
-      float y = __fmul_rn(__fsub_rn(to_float(values[d]), mean), rstd);
-      if (weight != nullptr) y = __fmul_rn(y, to_float(weight[d]));
-      if (bias != nullptr) y = __fadd_rn(y, to_float(bias[d]));
-      out[offset + d] = from_float<T>(y);
+      out[offset + d] = from_float<T>(layer_norm_row_value(stats, weight, bias, d));
     }
   }
 }
