@@ -1,0 +1,427 @@
+// `oasr bench scaled-mm --device cuda [--shapes M,N,K;...] [--format int8|fp8|all]
+// [--iters N] [--sweep] [--no-baseline] [--baseline-python PATH]`: GPU time
+// of one scaled GEMM (quant/kernels/cuda/scaled_mm_cuda.h), per shape, format,
+// output (float16, or the int8/e4m3 quantizing epilogue) and lane (mma_sync
+// with the heuristic's tile, every tile with --sweep, cublaslt). Each launch
+// is timed alone between two CUDA events; the median over --iters launches
+// after --warmup is reported, with TOPS = 2 M N K / time. Then the PyTorch
+// baseline (bench/torch_scaled_mm_bench.py: torch._int_mm + dequant,
+// torch._scaled_mm rowwise fp8, fp16 F.linear) runs as a subprocess on the
+// same shapes; its JSON lines are relayed, and one comparison line per shape
+// and format gives oasr/baseline time ratios.
+#include "cli/bench_scaled_mm.h"
+
+#include <nlohmann/json.hpp>
+
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <array>
+#include <cmath>
+#include <cstdio>
+#include <filesystem>
+#include <iostream>
+#include <map>
+#include <memory>
+#include <random>
+#include <sstream>
+#include <string>
+#include <tuple>
+#include <vector>
+
+#include "core/error.h"
+#include "quant/format.h"
+#if OASR_WITH_CUDA
+#include <cuda_runtime_api.h>
+
+#include "core/cuda/cuda_check.h"
+#include "core/float_types.h"
+#include "quant/kernels/cuda/scaled_mm_cuda.h"
+#endif
+
+namespace oasr::cli {
+namespace {
+
+namespace fs = std::filesystem;
+using quant::QDType;
+
+struct Shape {
+  int64_t m, n, k;
+};
+
+struct BenchScaledMMOptions {
+  std::string device = "cuda";
+  std::string shapes;  // empty: the default set
+  std::string format = "all";
+  int iters = 50;
+  int warmup = 10;
+  bool sweep = false;
+  bool no_baseline = false;
+  std::string baseline_python = "python3";
+  std::string baseline_script = "bench/torch_scaled_mm_bench.py";
+};
+
+CLI::App* g_app = nullptr;
+std::shared_ptr<BenchScaledMMOptions> g_options;
+
+// M in {4096, 32768} x (K, N) in {(256, 2048), (2048, 256), (256, 768)}: the
+// U2++ encoder's GEMMs at a long and a large batch; plus one square 8192^3.
+std::vector<Shape> default_shapes() {
+  std::vector<Shape> shapes;
+  for (int64_t m : {4096, 32768}) {
+    shapes.push_back({m, 2048, 256});
+    shapes.push_back({m, 256, 2048});
+    shapes.push_back({m, 768, 256});
+  }
+  shapes.push_back({8192, 8192, 8192});
+  return shapes;
+}
+
+std::vector<Shape> parse_shapes(const std::string& text) {
+  if (text.empty()) return default_shapes();
+  std::vector<Shape> shapes;
+  std::stringstream stream(text);
+  std::string part;
+  while (std::getline(stream, part, ';')) {
+    if (part.empty()) continue;
+    Shape shape{};
+    char comma1 = 0, comma2 = 0;
+    std::stringstream fields(part);
+    fields >> shape.m >> comma1 >> shape.n >> comma2 >> shape.k;
+    OASR_CHECK(!fields.fail() && fields.eof() && comma1 == ',' && comma2 == ',' && shape.m > 0 &&
+                   shape.n > 0 && shape.k > 0,
+               kInvalidArgument, "--shapes '", text,
+               "': each shape is M,N,K of positive integers, shapes separated by ';'");
+    OASR_CHECK(shape.k % 16 == 0 && shape.n % 8 == 0, kInvalidArgument, "--shapes: shape ", part,
+               " needs K % 16 == 0 and N % 8 == 0");
+    shapes.push_back(shape);
+  }
+  OASR_CHECK(!shapes.empty(), kInvalidArgument, "--shapes is empty; give e.g. 4096,2048,256");
+  return shapes;
+}
+
+std::string shapes_argument(const std::vector<Shape>& shapes) {
+  std::string text;
+  for (const Shape& s : shapes) {
+    if (!text.empty()) text += ";";
+    text += std::to_string(s.m) + "," + std::to_string(s.n) + "," + std::to_string(s.k);
+  }
+  return text;
+}
+
+int parse_device_index(const std::string& device) {
+  if (device == "cuda") return 0;
+  if (device.rfind("cuda:", 0) == 0) {
+    size_t used = 0;
+    int index = -1;
+    try {
+      index = std::stoi(device.substr(5), &used);
+    } catch (const std::exception&) {
+      used = 0;
+    }
+    if (used == device.size() - 5 && index >= 0) return index;
+  }
+  OASR_THROW(kInvalidArgument, "--device '", device,
+             "': bench scaled-mm times CUDA kernels; use cuda or cuda:N");
+}
+
+// [[maybe_unused]]: a build without CUDA times nothing and compares nothing.
+[[maybe_unused]] double round3(double value) {
+  return std::round(value * 1000.0) / 1000.0;
+}
+
+std::string shell_quote(const std::string& text) {
+  std::string quoted = "'";
+  for (char c : text) quoted += c == '\'' ? std::string("'\\''") : std::string(1, c);
+  return quoted + "'";
+}
+
+// Median oasr times by (format, out, m, n, k) of the lane compared below.
+using ResultKey = std::tuple<std::string, std::string, int64_t, int64_t, int64_t>;
+
+#if OASR_WITH_CUDA
+
+double median(std::vector<double> values) {
+  std::sort(values.begin(), values.end());
+  const size_t n = values.size();
+  return n % 2 == 1 ? values[n / 2] : 0.5 * (values[n / 2 - 1] + values[n / 2]);
+}
+
+// Device buffers of one problem, freed on scope exit.
+class DeviceBuffers {
+ public:
+  ~DeviceBuffers() {
+    for (void* p : owned_) cudaFree(p);
+  }
+  template <typename T>
+  T* upload(const std::vector<T>& host) {
+    void* device = allocate(host.size() * sizeof(T));
+    OASR_CUDA_CHECK(
+        cudaMemcpy(device, host.data(), host.size() * sizeof(T), cudaMemcpyHostToDevice));
+    return static_cast<T*>(device);
+  }
+  void* allocate(size_t bytes) {
+    void* device = nullptr;
+    OASR_CUDA_CHECK(cudaMalloc(&device, bytes));
+    owned_.push_back(device);
+    return device;
+  }
+
+ private:
+  std::vector<void*> owned_;
+};
+
+// Random operands: int8 uniform in [-127, 127]; e4m3 codes of magnitude up
+// to 8 (a quantized activation's typical range; the kernels' time does not
+// depend on the values).
+std::vector<uint8_t> random_operand(QDType format, size_t count, std::mt19937& rng) {
+  std::vector<uint8_t> out(count);
+  std::uniform_int_distribution<int> value(-127, 127);
+  std::uniform_real_distribution<float> real(-8.0f, 8.0f);
+  for (uint8_t& v : out) {
+    v = format == QDType::kInt8 ? static_cast<uint8_t>(static_cast<int8_t>(value(rng)))
+                                : f32_to_e4m3_bits(real(rng));
+  }
+  return out;
+}
+
+// The median microseconds of `launch` over options.iters timed launches.
+template <typename Launch>
+double time_launch(const BenchScaledMMOptions& options, Launch&& launch) {
+  for (int i = 0; i < options.warmup; ++i) launch();
+  cudaEvent_t start = nullptr, stop = nullptr;
+  OASR_CUDA_CHECK(cudaEventCreate(&start));
+  OASR_CUDA_CHECK(cudaEventCreate(&stop));
+  std::vector<double> times_us;
+  for (int i = 0; i < options.iters; ++i) {
+    OASR_CUDA_CHECK(cudaEventRecord(start, cudaStreamLegacy));
+    launch();
+    OASR_CUDA_CHECK(cudaEventRecord(stop, cudaStreamLegacy));
+    OASR_CUDA_CHECK(cudaEventSynchronize(stop));
+    float ms = 0.0f;
+    OASR_CUDA_CHECK(cudaEventElapsedTime(&ms, start, stop));
+    times_us.push_back(static_cast<double>(ms) * 1e3);
+  }
+  cudaEventDestroy(start);
+  cudaEventDestroy(stop);
+  return median(times_us);
+}
+
+void run_oasr(const BenchScaledMMOptions& options, const std::vector<Shape>& shapes,
+              const std::vector<QDType>& formats, int device_index,
+              std::map<ResultKey, double>& results) {
+  OASR_CUDA_CHECK(cudaSetDevice(device_index));
+  std::mt19937 rng(0);
+  for (const Shape& shape : shapes) {
+    for (QDType format : formats) {
+      const std::string format_name = format == QDType::kInt8 ? "int8" : "fp8";
+      std::string why;
+      if (!quant::cuda::mma_sync_supported(format, device_index, &why)) {
+        nlohmann::ordered_json line;
+        line["bench"] = "scaled_mm";
+        line["impl"] = "oasr";
+        line["format"] = format_name;
+        line["skipped"] = why;
+        std::cout << line.dump() << std::endl;
+        continue;
+      }
+      DeviceBuffers buffers;
+      std::uniform_real_distribution<float> scale(1e-3f, 1e-2f);
+      std::uniform_real_distribution<float> unit(-1.0f, 1.0f);
+      std::vector<float> a_scale(static_cast<size_t>(shape.m)), w_scale(shape.n), bias(shape.n),
+          multiplier(shape.n);
+      for (float& v : a_scale) v = scale(rng);
+      for (size_t i = 0; i < w_scale.size(); ++i) {
+        w_scale[i] = scale(rng);
+        bias[i] = unit(rng);
+        multiplier[i] = 20.0f;
+      }
+      quant::cuda::ScaledMMArgs args;
+      args.format = format;
+      args.a = buffers.upload(random_operand(format, static_cast<size_t>(shape.m * shape.k), rng));
+      args.w = buffers.upload(random_operand(format, static_cast<size_t>(shape.n * shape.k), rng));
+      args.a_scale = buffers.upload(a_scale);
+      args.w_scale = buffers.upload(w_scale);
+      args.bias = buffers.upload(bias);
+      const float* multiplier_device = buffers.upload(multiplier);
+      args.out = buffers.allocate(static_cast<size_t>(shape.m * shape.n) * 2);
+      args.m = shape.m;
+      args.n = shape.n;
+      args.k = shape.k;
+      args.served = DType::kF16;
+      args.device_index = device_index;
+      const double ops = 2.0 * static_cast<double>(shape.m) * shape.n * shape.k;
+
+      for (const char* out : {"f16", "quantized"}) {
+        args.out_multiplier = std::string(out) == "f16" ? nullptr : multiplier_device;
+        auto emit = [&](const std::string& lane, const std::string& config, double median_us) {
+          nlohmann::ordered_json line;
+          line["bench"] = "scaled_mm";
+          line["impl"] = "oasr";
+          line["lane"] = lane;
+          if (!config.empty()) line["config"] = config;
+          line["format"] = format_name;
+          line["out"] = out;
+          line["m"] = shape.m;
+          line["n"] = shape.n;
+          line["k"] = shape.k;
+          line["median_us"] = round3(median_us);
+          line["tops"] = round3(ops / (median_us * 1e-6) / 1e12);
+          std::cout << line.dump() << std::endl;
+        };
+        const quant::cuda::MmaSyncConfig chosen =
+            quant::cuda::choose_mma_sync_config(format, shape.m, shape.n, shape.k);
+        const double chosen_us =
+            time_launch(options, [&] { quant::cuda::scaled_mm_mma_sync(args, chosen); });
+        emit("mma_sync", chosen.name(), chosen_us);
+        results[{format_name, out, shape.m, shape.n, shape.k}] = chosen_us;
+        if (options.sweep) {
+          for (const auto& config : quant::cuda::mma_sync_configs(format)) {
+            emit("mma_sync_sweep", config.name(),
+                 time_launch(options, [&] { quant::cuda::scaled_mm_mma_sync(args, config); }));
+          }
+        }
+        if (quant::cuda::cublaslt_supported(format, device_index, &why)) {
+          try {
+            emit("cublaslt", "",
+                 time_launch(options, [&] { quant::cuda::scaled_mm_cublaslt(args); }));
+          } catch (const Error& e) {
+            nlohmann::ordered_json line;
+            line["bench"] = "scaled_mm";
+            line["impl"] = "oasr";
+            line["lane"] = "cublaslt";
+            line["format"] = format_name;
+            line["m"] = shape.m;
+            line["n"] = shape.n;
+            line["k"] = shape.k;
+            line["skipped"] = e.what();
+            std::cout << line.dump() << std::endl;
+          }
+        }
+      }
+    }
+  }
+}
+
+#endif  // OASR_WITH_CUDA
+
+// Runs the PyTorch baseline and relays its JSON lines; returns median_us by
+// (impl, m, n, k).
+[[maybe_unused]] std::map<std::tuple<std::string, int64_t, int64_t, int64_t>, double> run_baseline(
+    const BenchScaledMMOptions& options, const std::vector<Shape>& shapes) {
+  OASR_CHECK(fs::exists(options.baseline_script), kNotFound, "baseline script ",
+             options.baseline_script,
+             " not found; run from the source directory, pass --baseline-script PATH, or "
+             "--no-baseline");
+  std::ostringstream command;
+  command << shell_quote(options.baseline_python) << " " << shell_quote(options.baseline_script)
+          << " --shapes " << shell_quote(shapes_argument(shapes)) << " --format "
+          << shell_quote(options.format) << " --iters " << options.iters << " --warmup "
+          << options.warmup << " --device " << shell_quote(options.device);
+  std::map<std::tuple<std::string, int64_t, int64_t, int64_t>, double> lines;
+  FILE* pipe = ::popen(command.str().c_str(), "r");
+  OASR_CHECK(pipe != nullptr, kInternal, "could not start the baseline: ", command.str());
+  std::string current;
+  std::array<char, 4096> buffer{};
+  while (std::fgets(buffer.data(), static_cast<int>(buffer.size()), pipe) != nullptr) {
+    current += buffer.data();
+    if (current.empty() || current.back() != '\n') continue;
+    current.pop_back();
+    const nlohmann::json parsed =
+        nlohmann::json::parse(current, nullptr, /*allow_exceptions=*/false);
+    if (parsed.is_object()) {
+      std::cout << current << std::endl;
+      if (parsed.contains("median_us") && parsed["median_us"].is_number()) {
+        lines[{parsed.value("impl", std::string()), parsed.value("m", int64_t{0}),
+               parsed.value("n", int64_t{0}), parsed.value("k", int64_t{0})}] =
+            parsed["median_us"].get<double>();
+      }
+    }
+    current.clear();
+  }
+  const int status = ::pclose(pipe);
+  const bool exited_ok = status != -1 && WIFEXITED(status) && WEXITSTATUS(status) == 0;
+  OASR_CHECK(exited_ok, kInvalidArgument, "the PyTorch baseline (", options.baseline_python, " ",
+             options.baseline_script,
+             ") failed (its stderr is above); use --baseline-python "
+             "PATH or --no-baseline");
+  return lines;
+}
+
+void run_bench_scaled_mm(const BenchScaledMMOptions& options) {
+  const int device_index = parse_device_index(options.device);
+  OASR_CHECK(options.iters >= 20 && options.warmup >= 0, kInvalidArgument,
+             "need --iters >= 20 (a stable median) and --warmup >= 0");
+  OASR_CHECK(options.format == "int8" || options.format == "fp8" || options.format == "all",
+             kInvalidArgument, "--format '", options.format, "': use int8, fp8 or all");
+  const std::vector<Shape> shapes = parse_shapes(options.shapes);
+  std::vector<QDType> formats;
+  if (options.format != "fp8") formats.push_back(QDType::kInt8);
+  if (options.format != "int8") formats.push_back(QDType::kFp8E4M3);
+#if OASR_WITH_CUDA
+  std::map<ResultKey, double> results;
+  run_oasr(options, shapes, formats, device_index, results);
+  if (options.no_baseline) return;
+  const auto baseline = run_baseline(options, shapes);
+  // oasr (mma_sync, heuristic tile) / baseline: below 1 is oasr faster.
+  for (const auto& [key, oasr_us] : results) {
+    const auto& [format, out, m, n, k] = key;
+    nlohmann::ordered_json line;
+    line["bench"] = "scaled_mm";
+    line["compare"] = "oasr/baseline";
+    line["format"] = format;
+    line["out"] = out;
+    line["m"] = m;
+    line["n"] = n;
+    line["k"] = k;
+    line["oasr_us"] = round3(oasr_us);
+    const std::string same_format = format == "int8" ? "torch_int_mm_dequant" : "torch_scaled_mm";
+    for (const std::string& impl : {same_format, std::string("torch_fp16_linear")}) {
+      const auto found = baseline.find({impl, m, n, k});
+      if (found == baseline.end() || found->second <= 0) continue;
+      line[impl + "_us"] = round3(found->second);
+      line["ratio_" + impl] = round3(oasr_us / found->second);
+    }
+    std::cout << line.dump() << std::endl;
+  }
+#else
+  (void)device_index;
+  OASR_THROW(kUnsupported, "bench scaled-mm: this oasr was built without CUDA");
+#endif
+}
+
+}  // namespace
+
+void add_bench_scaled_mm_command(CLI::App& bench) {
+  auto options = std::make_shared<BenchScaledMMOptions>();
+  CLI::App* app = bench.add_subcommand(
+      "scaled-mm",
+      "Time the CUDA scaled GEMMs (int8 / fp8, mma_sync and cublaslt lanes) and compare with "
+      "PyTorch's int8, fp8 and fp16 GEMMs");
+  app->add_option("--device", options->device, "cuda | cuda:N")->capture_default_str();
+  app->add_option("--shapes", options->shapes,
+                  "M,N,K;M,N,K;... (default: M in {4096, 32768} x (N, K) in {(2048, 256), "
+                  "(256, 2048), (768, 256)}, plus 8192,8192,8192)");
+  app->add_option("--format", options->format, "int8 | fp8 | all")->capture_default_str();
+  app->add_option("--iters", options->iters, "timed launches (median reported; >= 20)")
+      ->capture_default_str();
+  app->add_option("--warmup", options->warmup, "untimed launches first")->capture_default_str();
+  app->add_flag("--sweep", options->sweep, "also time every compiled mma_sync tile");
+  app->add_flag("--no-baseline", options->no_baseline, "skip the PyTorch baseline");
+  app->add_option("--baseline-python", options->baseline_python, "python with torch")
+      ->capture_default_str();
+  app->add_option("--baseline-script", options->baseline_script,
+                  "the baseline script (relative paths are from the working directory)")
+      ->capture_default_str();
+  g_app = app;
+  g_options = options;
+}
+
+bool run_bench_scaled_mm_if_parsed() {
+  if (g_app == nullptr || !g_app->parsed()) return false;
+  run_bench_scaled_mm(*g_options);
+  return true;
+}
+
+}  // namespace oasr::cli

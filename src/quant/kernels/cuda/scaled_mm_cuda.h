@@ -1,0 +1,81 @@
+// The CUDA scaled GEMMs (spec "One quantized GEMM"), on device pointers,
+// ordered on ops::cuda::current_stream(). Host-only header: the .cc layers
+// above include it without CUDA headers.
+//
+//   acc[m, n] = sum_k a[m, k] * w[n, k]
+//   int8:  an exact int32 (mma.sync m16n8k32 s8), so every tile, lane and
+//          batch composition gives the same acc as the CPU reference.
+//   e4m3:  each k32 step on the tensor core starts from zero and its result
+//          is added to an fp32 register accumulator in K order (fixed K
+//          steps, no split-K), so every tile and batch composition gives the
+//          same bits; the CPU reference sums one product at a time, so the
+//          two agree within a stated tolerance, not bitwise.
+//   y = int8_epilogue / fp8_epilogue (quant/numerics.h), rounded once to
+//       `served`; or, with out_multiplier, the quantizing epilogue.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "core/activations.h"
+#include "core/dtype.h"
+#include "quant/format.h"
+
+namespace oasr::quant::cuda {
+
+struct ScaledMMArgs {
+  QDType format = QDType::kInt8;   // operands: int8, or float8_e4m3fn bits
+  const void* a = nullptr;         // [M, K] row-major
+  const float* a_scale = nullptr;  // [M] (a static input scale repeated per row)
+  const void* w = nullptr;         // [N, K] row-major
+  const float* w_scale = nullptr;  // [N]
+  const float* bias = nullptr;     // fp32 [N], or null (numerics.h kNoBias)
+  Activation act = Activation::kNone;
+  int64_t m = 0;
+  int64_t n = 0;
+  int64_t k = 0;
+  // y = epilogue(acc), rounded once to `served` (float32, float16, bfloat16).
+  DType served = DType::kF32;
+  // out_multiplier == null: out is [M, N] of `served`.
+  // out_multiplier != null (the quantizing epilogue of a GEMM-chain producer):
+  //   out is [M, N] 8-bit in `format`, q = quantize(float(y rounded to served)
+  //   * out_multiplier[n]) -- the consumer's static multiplier
+  //   (numerics.h static_multiplier), so the consumer's input never exists in
+  //   the served dtype.
+  void* out = nullptr;
+  const float* out_multiplier = nullptr;  // [N] or null
+  int device_index = 0;
+};
+
+// One compiled tile configuration of the mma.sync kernels.
+struct MmaSyncConfig {
+  int block_m = 0;
+  int block_n = 0;
+  int block_k = 0;
+  int warps_m = 0;
+  int warps_n = 0;
+  int stages = 0;
+  std::string name() const;  // e.g. "mma_sync_s8_128x128x64_w2x2_s3"
+};
+
+// Every compiled configuration for `format` (tests run each; bench sweeps them).
+std::vector<MmaSyncConfig> mma_sync_configs(QDType format);
+// The host heuristic: the configuration for (M bucket, N, K).
+MmaSyncConfig choose_mma_sync_config(QDType format, int64_t m, int64_t n, int64_t k);
+// Whether device `device_index` runs the mma.sync kernels for `format`: int8
+// needs sm80+, e4m3 sm89+ (and a build that compiled them). On false, `why`
+// (when given) says what is missing, for the refusal.
+bool mma_sync_supported(QDType format, int device_index, std::string* why);
+// Runs the heuristic's configuration / a named one (any config gives the same bits).
+void scaled_mm_mma_sync(const ScaledMMArgs& args);
+void scaled_mm_mma_sync(const ScaledMMArgs& args, const MmaSyncConfig& config);
+
+// The cublaslt A/B lane: cuBLASLt's int8 GEMM into int32 (or its e4m3 GEMM
+// into fp32) in a workspace, then a separate epilogue kernel applying the
+// same epilogue. int8 is bit-identical to the mma.sync lane; e4m3 sums in
+// cuBLASLt's order.
+bool cublaslt_supported(QDType format, int device_index, std::string* why);
+void scaled_mm_cublaslt(const ScaledMMArgs& args);
+
+}  // namespace oasr::quant::cuda

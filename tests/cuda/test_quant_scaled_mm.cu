@@ -1,0 +1,525 @@
+// The CUDA scaled GEMMs (quant/kernels/cuda/scaled_mm_cuda.h) against the CPU
+// reference (quant/kernels/cpu/scaled_mm_reference.h):
+//   int8: every mma.sync configuration and the cublaslt lane store the
+//         reference's bits (fp32 reference, rounded once on the host to the
+//         served dtype, or quantized with the consumer multiplier).
+//   e4m3: every configuration stores the same bits, a row's result does not
+//         depend on the batch around it, and the accumulator is within a
+//         stated bound of the reference's K-order fp32 sum.
+#include <cuda_runtime.h>
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <cmath>
+#include <cstdint>
+#include <cstring>
+#include <random>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "core/activations.h"
+#include "core/device.h"
+#include "core/error.h"
+#include "core/float_types.h"
+#include "quant/kernels/cpu/scaled_mm_reference.h"
+#include "quant/kernels/cuda/scaled_mm_cuda.h"
+#include "quant/numerics.h"
+
+namespace oasr::quant {
+namespace {
+
+using cuda::MmaSyncConfig;
+using cuda::ScaledMMArgs;
+
+// A device buffer of `bytes`, freed on scope exit.
+class DeviceBuffer {
+ public:
+  explicit DeviceBuffer(size_t bytes) : bytes_(bytes) {
+    if (cudaMalloc(&data_, bytes > 0 ? bytes : 1) != cudaSuccess) data_ = nullptr;
+  }
+  template <typename T>
+  explicit DeviceBuffer(const std::vector<T>& host) : DeviceBuffer(host.size() * sizeof(T)) {
+    if (data_ != nullptr && bytes_ > 0) {
+      cudaMemcpy(data_, host.data(), bytes_, cudaMemcpyHostToDevice);
+    }
+  }
+  ~DeviceBuffer() {
+    if (data_ != nullptr) cudaFree(data_);
+  }
+  DeviceBuffer(const DeviceBuffer&) = delete;
+  DeviceBuffer& operator=(const DeviceBuffer&) = delete;
+  void* get() const { return data_; }
+  template <typename T>
+  T* as() const {
+    return static_cast<T*>(data_);
+  }
+
+ private:
+  void* data_ = nullptr;
+  size_t bytes_ = 0;
+};
+
+// Rows [begin, end) of a row-major device matrix of `row_bytes` per row.
+std::vector<uint8_t> download_rows(const void* device, int64_t begin, int64_t end,
+                                   size_t row_bytes) {
+  std::vector<uint8_t> host(static_cast<size_t>(end - begin) * row_bytes);
+  const cudaError_t status =
+      cudaMemcpy(host.data(), static_cast<const uint8_t*>(device) + begin * row_bytes, host.size(),
+                 cudaMemcpyDeviceToHost);
+  EXPECT_EQ(status, cudaSuccess) << cudaGetErrorString(status);
+  return host;
+}
+
+// The rows each shape checks: all of a small M; three blocks of a large one
+// (the CPU reference over all 4096 rows would dominate the test's runtime).
+std::vector<std::pair<int64_t, int64_t>> checked_rows(int64_t m) {
+  if (m <= 256) return {{0, m}};
+  return {{0, 32}, {m / 2 - 16, m / 2 + 16}, {m - 32, m}};
+}
+
+// One output variant: served dtype, and whether the quantizing epilogue runs.
+struct OutputMode {
+  DType served;
+  bool quantize;
+};
+
+const OutputMode kOutputModes[] = {{DType::kF32, false},  {DType::kF16, false},
+                                   {DType::kBF16, false}, {DType::kF32, true},
+                                   {DType::kF16, true},   {DType::kBF16, true}};
+
+std::string describe(const OutputMode& mode) {
+  return std::string(dtype_name(mode.served)) + (mode.quantize ? " quantized" : "");
+}
+
+float round_to_served_host(float y, DType served) {
+  if (served == DType::kF16) return f16_bits_to_f32(f32_to_f16_bits(y));
+  if (served == DType::kBF16) return bf16_bits_to_f32(f32_to_bf16_bits(y));
+  return y;
+}
+
+// The expected bytes of one output row from the fp32 reference row.
+void append_expected(const float* reference, int64_t n, const OutputMode& mode,
+                     const std::vector<float>& multiplier, bool fp8, std::vector<uint8_t>& out) {
+  for (int64_t col = 0; col < n; ++col) {
+    const float y = reference[col];
+    if (mode.quantize) {
+      const float x = act::detail::mul_rn(round_to_served_host(y, mode.served),
+                                          multiplier[static_cast<size_t>(col)]);
+      out.push_back(fp8 ? quantize_e4m3(x) : static_cast<uint8_t>(quantize_int8(x)));
+      continue;
+    }
+    uint8_t bytes[4];
+    size_t size = 4;
+    if (mode.served == DType::kF32) {
+      std::memcpy(bytes, &y, 4);
+    } else {
+      const uint16_t bits = mode.served == DType::kF16 ? f32_to_f16_bits(y) : f32_to_bf16_bits(y);
+      std::memcpy(bytes, &bits, 2);
+      size = 2;
+    }
+    out.insert(out.end(), bytes, bytes + size);
+  }
+}
+
+size_t output_element_bytes(const OutputMode& mode) {
+  return mode.quantize ? 1 : dtype_size(mode.served);
+}
+
+// int8 operands with the adversarial rows first: A = +127, -127, 0, random
+// +-127; W = -127 (with A's +127 row: the largest |acc|), +127, random +-127.
+struct Int8Problem {
+  int64_t m, n, k;
+  std::vector<int8_t> a, w;
+  std::vector<float> a_scale, w_scale, bias, multiplier;
+};
+
+Int8Problem make_int8_problem(int64_t m, int64_t n, int64_t k, std::mt19937& rng) {
+  Int8Problem p{m, n, k, {}, {}, {}, {}, {}, {}};
+  std::uniform_int_distribution<int> value(-127, 127);
+  std::uniform_int_distribution<int> sign(0, 1);
+  auto fill_row = [&](std::vector<int8_t>& x, int64_t row, int kind) {
+    for (int64_t j = 0; j < k; ++j) {
+      int v = value(rng);
+      if (kind == 0) v = 127;
+      if (kind == 1) v = -127;
+      if (kind == 2) v = 0;
+      if (kind == 3) v = sign(rng) != 0 ? 127 : -127;
+      x[static_cast<size_t>(row * k + j)] = static_cast<int8_t>(v);
+    }
+  };
+  p.a.resize(static_cast<size_t>(m * k));
+  p.w.resize(static_cast<size_t>(n * k));
+  for (int64_t row = 0; row < m; ++row) fill_row(p.a, row, row < 4 ? static_cast<int>(row) : 4);
+  const int w_kinds[] = {1, 0, 3};
+  for (int64_t row = 0; row < n; ++row) fill_row(p.w, row, row < 3 ? w_kinds[row] : 4);
+  std::uniform_real_distribution<float> scale(1e-3f, 1e-2f);
+  std::uniform_real_distribution<float> bias(-1.0f, 1.0f);
+  std::uniform_real_distribution<float> multiplier(1.0f, 50.0f);
+  for (int64_t row = 0; row < m; ++row) p.a_scale.push_back(scale(rng));
+  for (int64_t col = 0; col < n; ++col) {
+    p.w_scale.push_back(scale(rng));
+    p.bias.push_back(bias(rng));
+    p.multiplier.push_back(multiplier(rng));
+  }
+  return p;
+}
+
+// A lane under test: an mma.sync configuration, or cuBLASLt.
+struct Lane {
+  std::string name;
+  bool cublaslt;
+  MmaSyncConfig config;
+};
+
+std::vector<Lane> int8_lanes() {
+  std::vector<Lane> lanes;
+  for (const MmaSyncConfig& config : cuda::mma_sync_configs(QDType::kInt8)) {
+    lanes.push_back({config.name(), false, config});
+  }
+  std::string why;
+  if (cuda::cublaslt_supported(QDType::kInt8, 0, &why)) lanes.push_back({"cublaslt", true, {}});
+  return lanes;
+}
+
+void run_lane(const Lane& lane, const ScaledMMArgs& args) {
+  if (lane.cublaslt) {
+    cuda::scaled_mm_cublaslt(args);
+  } else {
+    cuda::scaled_mm_mma_sync(args, lane.config);
+  }
+}
+
+#define SKIP_WITHOUT(format)                                                             \
+  do {                                                                                   \
+    if (!cuda_available()) GTEST_SKIP() << "no CUDA device visible";                     \
+    std::string skip_reason;                                                             \
+    if (!cuda::mma_sync_supported(format, 0, &skip_reason)) GTEST_SKIP() << skip_reason; \
+  } while (0)
+
+// Every lane, every output mode, with and without bias, three activations:
+// the output bytes equal the reference's.
+void check_int8_problem(const Int8Problem& p, const std::vector<Lane>& lanes) {
+  DeviceBuffer a(p.a), w(p.w), a_scale(p.a_scale), w_scale(p.w_scale), bias(p.bias),
+      multiplier(p.multiplier);
+  DeviceBuffer out(static_cast<size_t>(p.m * p.n) * 4);
+  ASSERT_NE(out.get(), nullptr);
+  const auto rows = checked_rows(p.m);
+  for (bool with_bias : {false, true}) {
+    for (Activation act : {Activation::kNone, Activation::kSwish, Activation::kRelu}) {
+      std::vector<std::vector<float>> reference;
+      for (const auto& [begin, end] : rows) {
+        std::vector<float> block(static_cast<size_t>((end - begin) * p.n));
+        scaled_mm_int8_reference(p.a.data() + begin * p.k, p.a_scale.data() + begin, p.w.data(),
+                                 p.w_scale.data(), with_bias ? p.bias.data() : nullptr, act,
+                                 end - begin, p.n, p.k, block.data());
+        reference.push_back(std::move(block));
+      }
+      for (const OutputMode& mode : kOutputModes) {
+        std::vector<uint8_t> expected;
+        for (size_t block = 0; block < rows.size(); ++block) {
+          const int64_t count = rows[block].second - rows[block].first;
+          for (int64_t r = 0; r < count; ++r) {
+            append_expected(reference[block].data() + r * p.n, p.n, mode, p.multiplier, false,
+                            expected);
+          }
+        }
+        for (const Lane& lane : lanes) {
+          ScaledMMArgs args;
+          args.format = QDType::kInt8;
+          args.a = a.get();
+          args.a_scale = a_scale.as<float>();
+          args.w = w.get();
+          args.w_scale = w_scale.as<float>();
+          args.bias = with_bias ? bias.as<float>() : nullptr;
+          args.act = act;
+          args.m = p.m;
+          args.n = p.n;
+          args.k = p.k;
+          args.served = mode.served;
+          args.out = out.get();
+          args.out_multiplier = mode.quantize ? multiplier.as<float>() : nullptr;
+          ASSERT_NO_THROW(run_lane(lane, args)) << lane.name;
+          std::vector<uint8_t> actual;
+          const size_t row_bytes = static_cast<size_t>(p.n) * output_element_bytes(mode);
+          for (const auto& [begin, end] : rows) {
+            const std::vector<uint8_t> block = download_rows(out.get(), begin, end, row_bytes);
+            actual.insert(actual.end(), block.begin(), block.end());
+          }
+          ASSERT_EQ(actual.size(), expected.size());
+          if (std::memcmp(actual.data(), expected.data(), actual.size()) != 0) {
+            size_t first = 0;
+            while (actual[first] == expected[first]) ++first;
+            FAIL() << lane.name << " M=" << p.m << " N=" << p.n << " K=" << p.k << " "
+                   << describe(mode) << (with_bias ? " bias " : " no-bias ") << activation_name(act)
+                   << ": first differing byte " << first << " (output row " << first / row_bytes
+                   << " of the checked rows)";
+          }
+        }
+      }
+    }
+  }
+}
+
+TEST(QuantScaledMMCuda, Int8EveryConfigAndCublasLtMatchReferenceBitwise) {
+  SKIP_WITHOUT(QDType::kInt8);
+  const std::vector<Lane> lanes = int8_lanes();
+  std::mt19937 rng(1234);
+  const std::pair<int64_t, int64_t> kn[] = {{16, 8},    {256, 2048}, {2048, 256},
+                                            {256, 768}, {48, 24},    {272, 136}};
+  for (int64_t m : {1, 17, 64, 129, 4096}) {
+    for (const auto& [k, n] : kn) {
+      const Int8Problem p = make_int8_problem(m, n, k, rng);
+      SCOPED_TRACE("M=" + std::to_string(m) + " N=" + std::to_string(n) +
+                   " K=" + std::to_string(k));
+      check_int8_problem(p, lanes);
+      if (HasFatalFailure()) return;
+    }
+  }
+}
+
+// K at the exact-int32 limit: the +127 x -127 row reaches |acc| = K * 16129,
+// just below 2^31.
+TEST(QuantScaledMMCuda, Int8LargestExactK) {
+  SKIP_WITHOUT(QDType::kInt8);
+  const int64_t k = kInt8MaxExactK / 16 * 16;
+  std::mt19937 rng(7);
+  Int8Problem p = make_int8_problem(4, 8, k, rng);
+  std::fill(p.a_scale.begin(), p.a_scale.end(), 1.0f);
+  std::fill(p.w_scale.begin(), p.w_scale.end(), 1.0f);
+  check_int8_problem(p, int8_lanes());
+}
+
+TEST(QuantScaledMMCuda, RefusesUnalignedShapes) {
+  SKIP_WITHOUT(QDType::kInt8);
+  DeviceBuffer buffer(4096);
+  ScaledMMArgs args;
+  args.a = args.w = args.out = buffer.get();
+  args.a_scale = args.w_scale = buffer.as<float>();
+  args.m = 4;
+  args.n = 8;
+  args.k = 24;  // K % 16 != 0
+  EXPECT_THROW(cuda::scaled_mm_mma_sync(args), Error);
+  EXPECT_THROW(cuda::scaled_mm_cublaslt(args), Error);
+  args.k = 32;
+  args.n = 12;  // N % 8 != 0
+  EXPECT_THROW(cuda::scaled_mm_mma_sync(args), Error);
+}
+
+// ---- e4m3 -------------------------------------------------------------------
+
+// Random finite e4m3 codes (NaN is 0x7f / 0xff), every magnitude up to 448.
+std::vector<uint8_t> random_e4m3(size_t count, std::mt19937& rng) {
+  std::uniform_int_distribution<int> code(0, 255);
+  std::vector<uint8_t> out(count);
+  for (uint8_t& v : out) {
+    int c = code(rng);
+    while ((c & 0x7f) == 0x7f) c = code(rng);
+    v = static_cast<uint8_t>(c);
+  }
+  return out;
+}
+
+struct Fp8Problem {
+  int64_t m, n, k;
+  std::vector<uint8_t> a, w;
+  std::vector<float> a_scale, w_scale, bias, multiplier;
+};
+
+Fp8Problem make_fp8_problem(int64_t m, int64_t n, int64_t k, std::mt19937& rng) {
+  Fp8Problem p{m,
+               n,
+               k,
+               random_e4m3(static_cast<size_t>(m * k), rng),
+               random_e4m3(static_cast<size_t>(n * k), rng),
+               {},
+               {},
+               {},
+               {}};
+  std::uniform_real_distribution<float> scale(1e-4f, 1e-3f);
+  std::uniform_real_distribution<float> bias(-1.0f, 1.0f);
+  std::uniform_real_distribution<float> multiplier(1.0f, 100.0f);
+  for (int64_t row = 0; row < m; ++row) p.a_scale.push_back(scale(rng));
+  for (int64_t col = 0; col < n; ++col) {
+    p.w_scale.push_back(scale(rng));
+    p.bias.push_back(bias(rng));
+    p.multiplier.push_back(multiplier(rng));
+  }
+  return p;
+}
+
+// The e4m3 variants every determinism check runs.
+struct Fp8Variant {
+  OutputMode mode;
+  bool with_bias;
+  Activation act;
+};
+const Fp8Variant kFp8Variants[] = {{{DType::kF32, false}, false, Activation::kNone},
+                                   {{DType::kF16, false}, true, Activation::kSwish},
+                                   {{DType::kBF16, true}, true, Activation::kRelu}};
+
+struct Fp8Device {
+  DeviceBuffer a, w, a_scale, w_scale, bias, multiplier;
+  explicit Fp8Device(const Fp8Problem& p)
+      : a(p.a),
+        w(p.w),
+        a_scale(p.a_scale),
+        w_scale(p.w_scale),
+        bias(p.bias),
+        multiplier(p.multiplier) {}
+};
+
+// Runs rows [row0, row0 + m) of the problem through `config`; returns the bytes.
+std::vector<uint8_t> run_fp8(const Fp8Problem& p, const Fp8Device& d, const Fp8Variant& v,
+                             const MmaSyncConfig* config, int64_t row0, int64_t m) {
+  const size_t row_bytes = static_cast<size_t>(p.n) * output_element_bytes(v.mode);
+  DeviceBuffer out(static_cast<size_t>(m) * row_bytes);
+  ScaledMMArgs args;
+  args.format = QDType::kFp8E4M3;
+  args.a = d.a.as<uint8_t>() + row0 * p.k;
+  args.a_scale = d.a_scale.as<float>() + row0;
+  args.w = d.w.get();
+  args.w_scale = d.w_scale.as<float>();
+  args.bias = v.with_bias ? d.bias.as<float>() : nullptr;
+  args.act = v.act;
+  args.m = m;
+  args.n = p.n;
+  args.k = p.k;
+  args.served = v.mode.served;
+  args.out = out.get();
+  args.out_multiplier = v.mode.quantize ? d.multiplier.as<float>() : nullptr;
+  if (config != nullptr) {
+    cuda::scaled_mm_mma_sync(args, *config);
+  } else {
+    cuda::scaled_mm_mma_sync(args);
+  }
+  return download_rows(out.get(), 0, m, row_bytes);
+}
+
+TEST(QuantScaledMMCuda, E4m3EveryConfigGivesTheSameBits) {
+  SKIP_WITHOUT(QDType::kFp8E4M3);
+  std::mt19937 rng(99);
+  const std::pair<int64_t, int64_t> kn[] = {{16, 8},    {256, 2048}, {2048, 256},
+                                            {256, 768}, {48, 24},    {272, 136}};
+  std::vector<std::pair<int64_t, std::pair<int64_t, int64_t>>> shapes;
+  for (int64_t m : {1, 17, 129}) {
+    for (const auto& shape : kn) shapes.push_back({m, shape});
+  }
+  shapes.push_back({4096, {256, 768}});
+  const std::vector<MmaSyncConfig> configs = cuda::mma_sync_configs(QDType::kFp8E4M3);
+  for (const auto& [m, shape] : shapes) {
+    const Fp8Problem p = make_fp8_problem(m, shape.second, shape.first, rng);
+    const Fp8Device d(p);
+    for (const Fp8Variant& v : kFp8Variants) {
+      const std::vector<uint8_t> first = run_fp8(p, d, v, &configs[0], 0, m);
+      for (size_t c = 1; c < configs.size(); ++c) {
+        EXPECT_TRUE(run_fp8(p, d, v, &configs[c], 0, m) == first)
+            << configs[c].name() << " differs from " << configs[0].name() << " at M=" << m
+            << " N=" << p.n << " K=" << p.k << " " << describe(v.mode);
+      }
+    }
+  }
+}
+
+TEST(QuantScaledMMCuda, E4m3RowDoesNotDependOnTheBatch) {
+  SKIP_WITHOUT(QDType::kFp8E4M3);
+  std::mt19937 rng(5);
+  const std::vector<MmaSyncConfig> configs = cuda::mma_sync_configs(QDType::kFp8E4M3);
+  for (const auto& [k, n] : {std::pair<int64_t, int64_t>{2048, 256}, {272, 136}}) {
+    const Fp8Problem p = make_fp8_problem(4096, n, k, rng);
+    const Fp8Device d(p);
+    for (const Fp8Variant& v : kFp8Variants) {
+      const size_t row_bytes = static_cast<size_t>(n) * output_element_bytes(v.mode);
+      const std::vector<uint8_t> batch = run_fp8(p, d, v, nullptr, 0, 4096);  // heuristic
+      for (int64_t row : {0, 1, 777, 4095}) {
+        const std::vector<uint8_t> expected(batch.begin() + row * row_bytes,
+                                            batch.begin() + (row + 1) * row_bytes);
+        EXPECT_TRUE(run_fp8(p, d, v, nullptr, row, 1) == expected) << "row " << row << " alone";
+        for (const MmaSyncConfig& config : configs) {
+          EXPECT_TRUE(run_fp8(p, d, v, &config, row, 1) == expected)
+              << "row " << row << " alone with " << config.name();
+        }
+      }
+      const std::vector<uint8_t> slice = run_fp8(p, d, v, nullptr, 100, 17);
+      EXPECT_TRUE(std::equal(slice.begin(), slice.end(), batch.begin() + 100 * row_bytes))
+          << "rows 100..116 as a batch of 17";
+    }
+  }
+}
+
+// With unit scales, no bias and no activation, the fp32 output is the raw
+// accumulator. Bound on |gpu - reference|, with S = sum_k |a_k w_k| (e4m3
+// products are exact in fp32):
+//   the reference's K sequential fp32 adds:        <= K 2^-24 S
+//   the kernel's K/32 fp32 adds of k32 partials:   <= (K/32) 2^-24 S
+//   each tensor-core k32 partial sum: fp8 MMAs align the products to the
+//   largest exponent and keep >= 13 fraction bits (about 14 measured on
+//   Hopper), so each of its <= 32 products loses < 2^-13 of the step's
+//   largest |product| <= S_step:                  <= 32 2^-13 S = 2^-8 S
+// Tolerance: (2^-8 + 2 K 2^-24) S. A fragment-layout bug pairs the wrong
+// elements and misses by about S / sqrt(K) >= 2^-6 S here (the int8 tests,
+// which share the fragments, check layouts bit for bit).
+TEST(QuantScaledMMCuda, E4m3WithinBoundOfReference) {
+  SKIP_WITHOUT(QDType::kFp8E4M3);
+  std::mt19937 rng(11);
+  std::string why;
+  const bool with_cublaslt = cuda::cublaslt_supported(QDType::kFp8E4M3, 0, &why);
+  const std::pair<int64_t, int64_t> kn[] = {{16, 8},    {256, 2048}, {2048, 256},
+                                            {256, 768}, {48, 24},    {272, 136}};
+  for (int64_t m : {1, 17, 129}) {
+    for (const auto& shape : kn) {
+      const int64_t k = shape.first;  // plain locals: the check lambda captures them
+      const int64_t n = shape.second;
+      Fp8Problem p = make_fp8_problem(m, n, k, rng);
+      std::fill(p.a_scale.begin(), p.a_scale.end(), 1.0f);
+      std::fill(p.w_scale.begin(), p.w_scale.end(), 1.0f);
+      std::vector<float> reference(static_cast<size_t>(m * n));
+      scaled_mm_e4m3_reference(p.a.data(), p.a_scale.data(), p.w.data(), p.w_scale.data(), nullptr,
+                               Activation::kNone, m, n, k, reference.data());
+      std::vector<double> magnitude(static_cast<size_t>(m * n), 0.0);
+      for (int64_t row = 0; row < m; ++row) {
+        for (int64_t col = 0; col < n; ++col) {
+          double s = 0.0;
+          for (int64_t j = 0; j < k; ++j) {
+            s += std::fabs(static_cast<double>(e4m3_bits_to_f32(p.a[row * k + j])) *
+                           e4m3_bits_to_f32(p.w[col * k + j]));
+          }
+          magnitude[static_cast<size_t>(row * n + col)] = s;
+        }
+      }
+      const double relative = std::ldexp(1.0, -8) + 2.0 * static_cast<double>(k) * 0x1p-24;
+      const Fp8Device d(p);
+      const Fp8Variant plain{{DType::kF32, false}, false, Activation::kNone};
+      auto check = [&](const std::vector<uint8_t>& bytes, const std::string& lane) {
+        ASSERT_EQ(bytes.size(), reference.size() * 4);
+        for (size_t i = 0; i < reference.size(); ++i) {
+          float got;
+          std::memcpy(&got, bytes.data() + i * 4, 4);
+          const double bound = relative * magnitude[i];
+          ASSERT_LE(std::fabs(static_cast<double>(got) - reference[i]), bound)
+              << lane << " M=" << m << " N=" << n << " K=" << k << " output " << i << ": got "
+              << got << ", reference " << reference[i];
+        }
+      };
+      check(run_fp8(p, d, plain, nullptr, 0, m), "mma_sync");
+      if (with_cublaslt) {
+        DeviceBuffer out(reference.size() * 4);
+        ScaledMMArgs args;
+        args.format = QDType::kFp8E4M3;
+        args.a = d.a.get();
+        args.a_scale = d.a_scale.as<float>();
+        args.w = d.w.get();
+        args.w_scale = d.w_scale.as<float>();
+        args.m = m;
+        args.n = n;
+        args.k = k;
+        args.out = out.get();
+        ASSERT_NO_THROW(cuda::scaled_mm_cublaslt(args));
+        check(download_rows(out.get(), 0, m, static_cast<size_t>(n) * 4), "cublaslt");
+      }
+    }
+  }
+}
+
+}  // namespace
+}  // namespace oasr::quant
