@@ -26,6 +26,7 @@
 #include <utility>
 #include <vector>
 
+#include "cli/bench_scaled_mm.h"
 #include "cli/command.h"
 #include "cli/engine_options.h"
 #include "core/error.h"
@@ -275,10 +276,6 @@ void run_bench_encoder(const BenchEncoderOptions& options) {
   materialize.device = served.served_device();
   materialize.dtype = served.served_dtype();
   const models::ModelSource source = models::load_checkpoint_dir(options.checkpoint_dir);
-  OASR_CHECK(source.quantization.is_null() || materialize.device.is_cpu(), kUnsupported,
-             options.checkpoint_dir,
-             " is a quantized checkpoint: the CUDA quantized lanes are not served yet (issue "
-             "[W1-G]); bench it with --device cpu");
   const models::MaterializedU2pp materialized =
       models::materialize_u2pp_model(source, served.quantization, materialize);
   const auto& model = materialized.model;
@@ -360,7 +357,10 @@ Command add_bench_command(CLI::App& parent) {
                    "the baseline script (relative paths are from the working directory)")
       ->capture_default_str();
   add_quantization_flags(*encoder, options->quantization);
-  return {app, [options] { run_bench_encoder(*options); }};
+  add_bench_scaled_mm_command(*app);
+  return {app, [options] {
+            if (!run_bench_scaled_mm_if_parsed()) run_bench_encoder(*options);
+          }};
 }
 
 }  // namespace oasr::cli

@@ -92,11 +92,6 @@ void EngineConfig::validate() const {
   const Device d = served_device();
   const DType served = served_dtype();
   if (d.is_cuda()) {
-    // What the request asks for is refused before what the machine lacks.
-    OASR_CHECK(quantization.empty(), kUnsupported, "--quantization ", quantization.scheme,
-               " with --device ", device,
-               ": the CUDA quantized lanes are not served yet (issue [W1-G]); run quantized on "
-               "--device cpu, or full precision on cuda (drop --quantization)");
     OASR_CHECK(cuda_available(), kUnsupported, "device '", device,
                "' asked for, but no CUDA GPU is usable here (this build has no CUDA backend, or "
                "no GPU is visible): build with -DOASR_WITH_CUDA=ON on a machine with an NVIDIA "
@@ -253,8 +248,8 @@ void ASREngine::report_quantization(const Module& model) {
 void ASREngine::log_quantization() const {
   log::info("quantization: {}", quantization_info_.summary());
   for (const quant::LayerReport& layer : quantization_info_.layers) {
-    log::debug("  {} {} lane {} input {}", layer.path, layer.scheme, layer.lane,
-               layer.input_quantizer);
+    log::debug("  {} {} lane {} kernel {} input {}", layer.path, layer.scheme, layer.lane,
+               layer.kernel, layer.input_quantizer);
   }
 }
 
@@ -266,10 +261,6 @@ void ASREngine::require_u2pp(const char* member) const {
 
 void ASREngine::load_u2pp() {
   source_ = config_.source ? *config_.source : models::load_checkpoint_dir(config_.ckpt_dir);
-  OASR_CHECK(source_.quantization.is_null() || config_.served_device().is_cpu(), kUnsupported,
-             config_.ckpt_dir.string(), " is a quantized checkpoint and device '", config_.device,
-             "' is CUDA: the CUDA quantized lanes are not served yet (issue [W1-G]); serve it "
-             "with --device cpu, or a full-precision checkpoint on cuda");
   fbank_.emplace(fbank_options(source_.config.fbank));
   units_ = unit_table(source_.units);
   decode_ = resolve_decode(source_.config.decode, config_.decode);

@@ -103,8 +103,7 @@ struct EngineConfig {
   std::shared_ptr<const models::ModelSource> source;
 
   // Refuses (kUnsupported, saying what to do): cuda in a build without CUDA
-  // or on a machine without a GPU, a 16-bit dtype on the CPU, cuda with
-  // quantization (the CUDA quantized lanes are issue [W1-G]).
+  // or on a machine without a GPU, a 16-bit dtype on the CPU.
   void validate() const;
   std::string dump() const;
   Device served_device() const;  // parsed device

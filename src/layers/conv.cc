@@ -80,6 +80,15 @@ Tensor Conv2d::quantized_forward(const Tensor& x) const {
   const int64_t out_w = (width + 2 * options_.padding_w - kernel_w_) / options_.stride_w + 1;
   OASR_CHECK(out_h > 0 && out_w > 0, kInvalidArgument, "quantized Conv2d '", path(), "': input ",
              shape_str(x.shape()), " is smaller than the ", kernel_h_, "x", kernel_w_, " kernel");
+  if (x.device().is_cuda()) {
+    return quant_forward_conv_cuda(x, kernel_h_, kernel_w_, options_.stride_h, options_.stride_w,
+                                   options_.padding_h, options_.padding_w, out_h, out_w,
+                                   Activation::kNone)
+        .view({batch, out_h, out_w, out_channels_})
+        .transpose(3, 1)
+        .transpose(2, 3)
+        .contiguous();
+  }
   const int64_t patch = kernel_h_ * kernel_w_ * in_channels_;
   const Tensor xf = x.to(DType::kF32).contiguous();
   Tensor patches = Tensor::zeros({batch * out_h * out_w, patch}, DType::kF32);

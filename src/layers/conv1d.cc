@@ -97,6 +97,14 @@ Tensor Conv1d::quantized_forward(const Tensor& x) const {
   const int64_t batch = x.size(0);
   const int64_t length = x.size(2);
   const int64_t out_t = output_length(length);
+  if (x.device().is_cuda()) {
+    const Tensor image = x.contiguous().view({batch, in_channels_, 1, length});
+    return quant_forward_conv_cuda(image, 1, kernel_size_, 1, stride_, 0, padding_, 1, out_t,
+                                   activation_)
+        .view({batch, out_t, out_channels_})
+        .transpose(1, 2)
+        .contiguous();
+  }
   const int64_t patch = kernel_size_ * in_channels_;
   const Tensor xf = x.to(DType::kF32).contiguous();
   Tensor patches = Tensor::zeros({batch * out_t, patch}, DType::kF32);

@@ -1,6 +1,10 @@
 #include "layers/quantizable.h"
 
 #include "core/error.h"
+#include "quant/numerics.h"
+#if defined(OASR_WITH_CUDA)
+#include "quant/kernels/cuda/quantize_cuda.h"
+#endif
 
 namespace oasr::layers {
 
@@ -148,7 +152,9 @@ quant::QuantizedActivation QuantizableLayer::quantized_gemm_input(const GemmInpu
     const Tensor& t = x.tensor();
     OASR_CHECK(t.dim() >= 1 && t.size(-1) == k, kInvalidArgument, quant_module().path(), ": input ",
                shape_str(t.shape()), " does not end in its ", k, " input features");
-    return quant_method_->quantize_input(t.to(DType::kF32).contiguous().view({-1, k}), params);
+    // A CUDA lane quantizes the served dtype as it is; the CPU lanes take float32.
+    const Tensor rows = quant_method_->lane().is_cuda() ? t : t.to(DType::kF32);
+    return quant_method_->quantize_input(rows.contiguous().view({-1, k}), params);
   }
   const quant::QuantizedActivation& a = x.activation();
   const std::string who = quant_module().path();
@@ -172,11 +178,10 @@ Tensor QuantizableLayer::quant_forward(const GemmInput& x, Activation act) const
   if (!x.is_quantized()) return quant_forward(x.tensor(), act);
   const quant::QuantizedActivation a = quantized_gemm_input(x);
   const quant::QuantizedParams params = quant_params();
-  Tensor y = quant_method_->scaled_mm(a, params, act);
+  const Tensor y = quant_method_->scaled_mm(a, params, act, x.served_dtype());
   Shape out_shape = x.shape();
   out_shape.back() = params.weight.size(0);
-  y = y.view(out_shape);
-  return x.served_dtype() == DType::kF32 ? y : y.to(x.served_dtype());
+  return y.view(out_shape);
 }
 
 GemmInput QuantizableLayer::quant_forward_to_consumer(const GemmInput& x, Activation act) const {
@@ -191,6 +196,52 @@ GemmInput QuantizableLayer::quant_forward_to_consumer(const GemmInput& x, Activa
   out_shape.back() = params.weight.size(0);
   return GemmInput(std::move(out), std::move(out_shape), served, GemmInput::Target::kStaticScale,
                    &consumer);
+}
+
+Tensor QuantizableLayer::quant_forward_conv_cuda(const Tensor& x, int64_t kernel_h,
+                                                 int64_t kernel_w, int64_t stride_h,
+                                                 int64_t stride_w, int64_t pad_h, int64_t pad_w,
+                                                 int64_t out_h, int64_t out_w,
+                                                 Activation act) const {
+  const quant::QuantMethod& method = *quant_method_;
+  const std::string who = quant_module().path();
+  OASR_CHECK(method.has_static_input() && !method.runtime_smoothed() &&
+                 method.format() == quant::QDType::kInt8,
+             kInternal, who,
+             ": a quantized convolution takes int8 at a static input scale without a smoother");
+#if defined(OASR_WITH_CUDA)
+  const Tensor xc = x.contiguous();
+  quant::cuda::Im2colGeometry g;
+  g.batch = x.size(0);
+  g.channels = x.size(1);
+  g.height = x.size(2);
+  g.width = x.size(3);
+  g.kernel_h = kernel_h;
+  g.kernel_w = kernel_w;
+  g.stride_h = stride_h;
+  g.stride_w = stride_w;
+  g.pad_h = pad_h;
+  g.pad_w = pad_w;
+  g.out_h = out_h;
+  g.out_w = out_w;
+  const int64_t rows = g.batch * out_h * out_w;
+  const int64_t patch = kernel_h * kernel_w * g.channels;
+  quant::QuantizedActivation a;
+  a.format = quant::QDType::kInt8;
+  a.data = Tensor::empty({rows, patch}, DType::kI8, x.device());
+  a.scale = method.static_scale_column(rows);
+  // The multiplier of a layer without a smoother: 1 * (1 / input_scale).
+  const float multiplier = quant::static_multiplier(method.static_input_scale(), 1.0f);
+  if (rows > 0) {
+    quant::cuda::im2col_quantize_int8(xc.raw_data(), x.dtype(), g, multiplier,
+                                      a.data.data<int8_t>(), x.device().index);
+  }
+  return method.scaled_mm(a, quant_params(), act, x.dtype());
+#else
+  (void)x, (void)kernel_h, (void)kernel_w, (void)stride_h, (void)stride_w, (void)pad_h, (void)pad_w,
+      (void)out_h, (void)out_w, (void)act;
+  OASR_THROW(kUnsupported, who, ": a CUDA convolution in a build without CUDA");
+#endif
 }
 
 }  // namespace oasr::layers

@@ -109,6 +109,14 @@ class QuantizableLayer {
   Tensor quant_forward(const GemmInput& x, Activation act) const;
   // The armed chain producer's forward: the consumer's 8-bit input.
   GemmInput quant_forward_to_consumer(const GemmInput& x, Activation act) const;
+  // A quantized convolution on a CUDA device: x [B, C, H, W] (a Conv1d: H =
+  // 1) gathered into int8 KRSC patches at the static input scale in one
+  // kernel, then the scaled GEMM; returns [B * out_h * out_w, N] in x's dtype.
+  // `patch_geometry` holds the convolution's kernel, stride, padding and
+  // output size.
+  Tensor quant_forward_conv_cuda(const Tensor& x, int64_t kernel_h, int64_t kernel_w,
+                                 int64_t stride_h, int64_t stride_w, int64_t pad_h, int64_t pad_w,
+                                 int64_t out_h, int64_t out_w, Activation act) const;
   // Hands x to the attached observer, if any (first thing in each forward).
   // An observed layer must read full-precision input: calibrating behind an
   // armed link is refused (calibrate with the links disarmed).

@@ -347,6 +347,34 @@ void bind_quantization(Module& model, BindOptions options) {
   }
 }
 
+namespace {
+
+// The configuration a bound method runs at a few row counts, merged where
+// they agree: a decode step (M = 1), a short and a long batch.
+std::string kernel_by_rows(const QuantMethod& method) {
+  constexpr int64_t kRows[] = {1, 64, 1024, 32768};
+  std::vector<std::pair<int64_t, std::string>> runs;  // (largest M of the run, kernel)
+  for (int64_t m : kRows) {
+    std::string name = method.kernel_name(m);
+    if (!runs.empty() && runs.back().second == name) {
+      runs.back().first = m;
+    } else {
+      runs.emplace_back(m, std::move(name));
+    }
+  }
+  if (runs.size() == 1) return runs.front().second;
+  std::string out;
+  for (size_t i = 0; i < runs.size(); ++i) {
+    if (!out.empty()) out += " | ";
+    out += i + 1 < runs.size() ? "M<=" + std::to_string(runs[i].first) + ": "
+                               : "M>" + std::to_string(runs[i - 1].first) + ": ";
+    out += runs[i].second;
+  }
+  return out;
+}
+
+}  // namespace
+
 QuantizationInfo quantization_info(const Module& model, const QuantizationSpec& spec) {
   QuantizationInfo info;
   info.kv_cache = spec.kv_cache;
@@ -378,6 +406,7 @@ QuantizationInfo quantization_info(const Module& model, const QuantizationSpec& 
       const QuantMethod* method = layer != nullptr ? layer->quant_method() : nullptr;
       if (method != nullptr) {
         report.lane = method->bound() ? method->lane().name : "unbound";
+        if (method->bound()) report.kernel = kernel_by_rows(*method);
         report.input_quantizer = method->input_quantizer();
       }
     }

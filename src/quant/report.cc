@@ -52,7 +52,8 @@ std::string QuantizationInfo::details() const {
   out << summary() << "\n";
   for (const LayerReport& layer : layers) {
     out << "  " << layer.path << "  " << layer.type << "  " << layer.scheme << "  lane "
-        << layer.lane << "  input: " << layer.input_quantizer << "\n";
+        << layer.lane << "  kernel " << layer.kernel << "  input: " << layer.input_quantizer
+        << "\n";
   }
   for (const SkippedLayer& skip : skipped) {
     out << "  skipped " << skip.path << ": " << skip.reason << "\n";
@@ -73,6 +74,7 @@ nlohmann::ordered_json QuantizationInfo::to_json() const {
                           {"kind", layer.kind},
                           {"scheme", layer.scheme},
                           {"lane", layer.lane},
+                          {"kernel", layer.kernel},
                           {"input_quantizer", layer.input_quantizer}});
   }
   j["layers"] = layer_list;

@@ -15,10 +15,14 @@ namespace oasr::quant {
 
 struct LayerReport {
   std::string path;
-  std::string type;             // the layer's type ("Linear", "PointwiseConv1d", ...)
-  std::string kind;             // linear, pointwise_conv, conv1d, conv2d
-  std::string scheme;           // int8_w8a8, ...
-  std::string lane;             // the kernel lane bound at load ("cpu_avx2_int8")
+  std::string type;    // the layer's type ("Linear", "PointwiseConv1d", ...)
+  std::string kind;    // linear, pointwise_conv, conv1d, conv2d
+  std::string scheme;  // int8_w8a8, ...
+  std::string lane;    // the kernel lane bound at load ("cpu_avx2_int8")
+  // The kernel configuration the lane runs, by rows M where it depends on
+  // them ("M<=64: mma_sync_s8_... | M<=1024: ... | M>1024: ..."); the lane
+  // name for a CPU lane.
+  std::string kernel;
   std::string input_quantizer;  // who quantizes its input
 };
 

@@ -19,6 +19,7 @@
 #include <string>
 #include <vector>
 
+#include "core/device.h"
 #include "core/error.h"
 #include "layers/linear.h"
 #include "layers/norm.h"
@@ -169,7 +170,8 @@ struct QuantizedU2pp {
   QuantizationSpec spec;
   QuantLayout layout;
 
-  QuantizedU2pp(QDType format, Recipe recipe, const std::string& backend) {
+  QuantizedU2pp(QDType format, Recipe recipe, const std::string& backend,
+                Device device = Device::cpu(), DType dtype = DType::kF32) {
     const models::U2ppConfig config = tiny_u2pp_config();
     layout = models::u2pp_quantization_layout(config);
     model = std::make_unique<models::U2ppModel>(config);
@@ -191,7 +193,10 @@ struct QuantizedU2pp {
         layer->quantize_weight_online(make_quant_method(scheme_preset(dynamic)));
       }
     }
+    model->to(dtype);
+    model->to(device);
     BindOptions bind;
+    bind.device = device;
     bind.backend = backend;
     bind_quantization(*model, bind);
   }
@@ -236,7 +241,7 @@ struct QuantizedU2pp {
     lengths.data<int64_t>()[1] = 29;
     const auto enc = model->encode(feats, lengths);
     Outputs out;
-    out.encoder_out = enc.out;
+    out.encoder_out = enc.out.to(Device::cpu());
     // Rescoring of utterance 0: <sos> + tokens padded with <eos>.
     const int64_t sos = model->config().sos_id();
     const int64_t frames = enc.lengths.data<int64_t>()[0];
@@ -255,8 +260,8 @@ struct QuantizedU2pp {
       }
     }
     const auto dec = model->forward_attention_decoder(memory, hyps, hyps_lens, r_hyps, 0.5);
-    out.left = dec.left;
-    out.right = dec.right;
+    out.left = dec.left.to(Device::cpu());
+    out.right = dec.right.to(Device::cpu());
     return out;
   }
 };
@@ -272,13 +277,16 @@ struct ModelCase {
   QDType format;
   Recipe recipe;
   std::string backend;
+  Device device = Device::cpu();
+  DType dtype = DType::kF32;
 };
 
 class FusedModel : public ::testing::TestWithParam<ModelCase> {};
 
 TEST_P(FusedModel, ArmedAndDisarmedLinksReturnTheSameBits) {
   const ModelCase& c = GetParam();
-  QuantizedU2pp q(c.format, c.recipe, c.backend);
+  if (c.device.is_cuda() && !cuda_available()) GTEST_SKIP() << "no CUDA GPU is visible";
+  QuantizedU2pp q(c.format, c.recipe, c.backend, c.device, c.dtype);
   const bool chains = c.recipe == Recipe::kFused;
   const int64_t encoder_blocks = q.model->config().encoder.num_blocks;
   const int64_t decoder_layers =
@@ -356,21 +364,34 @@ TEST_P(FusedModel, ArmedAndDisarmedLinksReturnTheSameBits) {
 std::string model_case_name(const ::testing::TestParamInfo<ModelCase>& info) {
   std::string name = std::string(to_string(info.param.format)) +
                      (info.param.recipe == Recipe::kFused ? "_fused" : "_per_token") + "_" +
-                     info.param.backend;
+                     info.param.backend + "_" + info.param.device.str() + "_" +
+                     dtype_name(info.param.dtype);
   for (char& ch : name) {
     if (!std::isalnum(static_cast<unsigned char>(ch))) ch = '_';
   }
   return name;
 }
 
-INSTANTIATE_TEST_SUITE_P(Recipes, FusedModel,
-                         ::testing::Values(ModelCase{QDType::kInt8, Recipe::kPerToken, "auto"},
-                                           ModelCase{QDType::kInt8, Recipe::kFused, "auto"},
-                                           ModelCase{QDType::kInt8, Recipe::kFused,
-                                                     "cpu_reference"},
-                                           ModelCase{QDType::kFp8E4M3, Recipe::kPerToken, "auto"},
-                                           ModelCase{QDType::kFp8E4M3, Recipe::kFused, "auto"}),
-                         model_case_name);
+INSTANTIATE_TEST_SUITE_P(
+    Recipes, FusedModel,
+    ::testing::Values(
+        ModelCase{QDType::kInt8, Recipe::kPerToken, "auto"},
+        ModelCase{QDType::kInt8, Recipe::kFused, "auto"},
+        ModelCase{QDType::kInt8, Recipe::kFused, "cpu_reference"},
+        ModelCase{QDType::kFp8E4M3, Recipe::kPerToken, "auto"},
+        ModelCase { QDType::kFp8E4M3, Recipe::kFused, "auto" }
+#if defined(OASR_WITH_CUDA)
+        // The CUDA bodies (skipped without a GPU).
+        ,
+        ModelCase{QDType::kInt8, Recipe::kPerToken, "auto", Device::cuda(0), DType::kF16},
+        ModelCase{QDType::kInt8, Recipe::kFused, "auto", Device::cuda(0), DType::kF16},
+        ModelCase{QDType::kInt8, Recipe::kFused, "auto", Device::cuda(0), DType::kF32},
+        ModelCase{QDType::kInt8, Recipe::kFused, "cublaslt", Device::cuda(0), DType::kBF16},
+        ModelCase{QDType::kFp8E4M3, Recipe::kPerToken, "auto", Device::cuda(0), DType::kF16},
+        ModelCase{QDType::kFp8E4M3, Recipe::kFused, "auto", Device::cuda(0), DType::kBF16}
+#endif
+        ),
+    model_case_name);
 
 // A link is armed only where the layout's condition holds: a norm whose
 // consumer quantizes with a runtime smoother keeps every consumer on its own

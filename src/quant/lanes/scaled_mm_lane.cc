@@ -5,6 +5,9 @@
 #include "core/env.h"
 #include "core/error.h"
 #include "quant/kernels/cpu/scaled_mm_reference.h"
+#if defined(OASR_WITH_CUDA)
+#include "quant/kernels/cuda/scaled_mm_cuda.h"
+#endif
 
 // The AVX2 int8 lane is another engineer's file set; it registers itself here
 // once its header exists (and only on x86-64, where it can compile).
@@ -16,9 +19,26 @@
 namespace oasr::quant {
 namespace {
 
-// GPU lane names OASR_SCALED_MM_BACKEND accepts (served once the CUDA lanes land).
+// GPU lane names OASR_SCALED_MM_BACKEND accepts; the ones without a lane in
+// this build are refused with what each would be.
 constexpr std::string_view kGpuBackendNames[] = {"native", "mma_sync", "cutlass", "cublaslt",
                                                  "torch"};
+
+std::string missing_gpu_lane_reason(std::string_view name) {
+  if (name == "native") {
+    return "native (the Hopper/Blackwell wgmma/tcgen05 kernels) does not exist yet; use auto or "
+           "mma_sync";
+  }
+  if (name == "cutlass") {
+    return "cutlass: this build has no CUTLASS kernels (its mma.sync lane is hand-written); use "
+           "auto or mma_sync";
+  }
+  if (name == "torch") {
+    return "torch: oasr is C++ and has no PyTorch lane; the PyTorch baselines run in `oasr bench "
+           "scaled-mm`; use auto, mma_sync or cublaslt";
+  }
+  return std::string(name) + " needs a CUDA build of oasr (-DOASR_WITH_CUDA=ON)";
+}
 
 std::vector<ScaledMMLane> builtin_lanes() {
   std::vector<ScaledMMLane> lanes;
@@ -57,6 +77,32 @@ std::vector<ScaledMMLane> builtin_lanes() {
   avx2.quantize_static_int8 = quantize_static_int8_reference;
   lanes.push_back(avx2);
 #endif
+#if defined(OASR_WITH_CUDA)
+  ScaledMMLane mma_sync;
+  mma_sync.name = "mma_sync";
+  mma_sync.device = DeviceType::kCUDA;
+  mma_sync.priority = 10;
+  mma_sync.requirement = "an sm80+ GPU (int8) or sm89+ GPU (fp8)";
+  mma_sync.cuda_scaled_mm = [](const cuda::ScaledMMArgs& args) { cuda::scaled_mm_mma_sync(args); };
+  mma_sync.cuda_supports = cuda::mma_sync_supported;
+  mma_sync.cuda_kernel_name = [](QDType format, int64_t m, int64_t n, int64_t k) {
+    return cuda::choose_mma_sync_config(format, m, n, k).name();
+  };
+  lanes.push_back(mma_sync);
+  ScaledMMLane cublaslt;
+  cublaslt.name = "cublaslt";
+  cublaslt.device = DeviceType::kCUDA;
+  cublaslt.priority = 0;
+  cublaslt.auto_eligible = false;  // the A/B baseline: never chosen by auto
+  cublaslt.requirement = "cuBLASLt 8-bit GEMMs on this GPU";
+  cublaslt.cuda_scaled_mm = cuda::scaled_mm_cublaslt;
+  cublaslt.cuda_supports = cuda::cublaslt_supported;
+  cublaslt.cuda_kernel_name = [](QDType format, int64_t, int64_t, int64_t) {
+    return std::string(format == QDType::kInt8 ? "cublasLt s8s8->s32" : "cublasLt e4m3->f32") +
+           " + epilogue kernel";
+  };
+  lanes.push_back(cublaslt);
+#endif
   return lanes;
 }
 
@@ -78,6 +124,7 @@ std::string lane_names(DeviceType device) {
 }  // namespace
 
 bool ScaledMMLane::serves(QDType format) const {
+  if (is_cuda()) return format == QDType::kInt8 || format == QDType::kFp8E4M3;
   switch (format) {
     case QDType::kInt8:
       return scaled_mm_int8 && quantize_per_token_int8 && quantize_static_int8;
@@ -86,6 +133,25 @@ bool ScaledMMLane::serves(QDType format) const {
     default:
       return false;
   }
+}
+
+bool ScaledMMLane::serves_on(QDType format, Device device, std::string* why) const {
+  if (!serves(format)) {
+    if (why != nullptr) *why = "it does not serve " + std::string(to_string(format));
+    return false;
+  }
+  if (!is_available()) {
+    if (why != nullptr) *why = "it needs " + requirement + ", which this machine lacks";
+    return false;
+  }
+  if (is_cuda() && cuda_supports != nullptr) {
+    std::string reason;
+    if (!cuda_supports(format, device.index, &reason)) {
+      if (why != nullptr) *why = reason;
+      return false;
+    }
+  }
+  return true;
 }
 
 const std::vector<ScaledMMLane>& registered_lanes() {
@@ -110,14 +176,20 @@ const ScaledMMLane& choose_lane(QDType format, Device device, std::string_view b
   if (backend.empty() || backend == "auto") {
     const ScaledMMLane* best = nullptr;
     for (const ScaledMMLane& lane : lane_registry()) {
-      if (lane.device != device.type || !lane.auto_eligible || !lane.serves(format) ||
-          !lane.is_available()) {
+      if (lane.device != device.type || !lane.auto_eligible ||
+          !lane.serves_on(format, device, nullptr)) {
         continue;
       }
       if (best == nullptr || lane.priority > best->priority) best = &lane;
     }
+    std::string why;
+    for (const ScaledMMLane& lane : lane_registry()) {
+      if (lane.device == device.type && lane.auto_eligible && why.empty()) {
+        lane.serves_on(format, device, &why);
+      }
+    }
     OASR_CHECK(best != nullptr, kUnsupported, "no 8-bit GEMM lane serves ", to_string(format),
-               " on ", device_name, " in this build (lanes: ",
+               " on ", device_name, why.empty() ? "" : " (" + why + ")", " in this build (lanes: ",
                lane_names(device.type).empty() ? "none" : lane_names(device.type),
                "); serve the model in full precision (no --quantization)");
     return *best;
@@ -129,17 +201,22 @@ const ScaledMMLane& choose_lane(QDType format, Device device, std::string_view b
     OASR_CHECK(!gpu_name || !device.is_cpu(), kUnsupported, "OASR_SCALED_MM_BACKEND=", backend,
                " names a CUDA lane, but the model runs on cpu; use auto or one of: ",
                lane_names(DeviceType::kCPU));
+    OASR_CHECK(!gpu_name, kUnsupported,
+               "OASR_SCALED_MM_BACKEND=", missing_gpu_lane_reason(backend));
     OASR_THROW(kUnsupported, "OASR_SCALED_MM_BACKEND=", backend,
                " names no lane of this build; lanes on ", device_name, ": ",
                lane_names(device.type), " (or auto)");
   }
   OASR_CHECK(lane->device == device.type, kUnsupported, "OASR_SCALED_MM_BACKEND=", backend,
-             " is a lane for another device than ", device_name,
+             lane->device == DeviceType::kCUDA ? " names a CUDA lane" : " names a CPU lane",
+             ", but the model runs on ", device_name,
              "; use auto or one of: ", lane_names(device.type));
   OASR_CHECK(lane->serves(format), kUnsupported, "OASR_SCALED_MM_BACKEND=", backend,
              " does not serve ", to_string(format), "; use auto or cpu_reference");
-  OASR_CHECK(lane->is_available(), kUnsupported, "OASR_SCALED_MM_BACKEND=", backend, " needs ",
-             lane->requirement, ", which this machine lacks; use auto");
+  std::string why;
+  OASR_CHECK(lane->serves_on(format, device, &why), kUnsupported,
+             "OASR_SCALED_MM_BACKEND=", backend, " cannot serve ", to_string(format), " on ",
+             device.str(), ": ", why, "; use auto", device.is_cpu() ? " or cpu_reference" : "");
   return *lane;
 }
 

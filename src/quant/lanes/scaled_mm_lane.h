@@ -3,7 +3,11 @@
 // once, at bind time, and names it in the quantization report. CPU lanes:
 // cpu_reference (plain loops over numerics.h, every format) and
 // cpu_avx2_int8 (int8 only, bit-identical to the reference, chosen by auto
-// where the CPU has AVX2). CUDA lanes register here as they land.
+// where the CPU has AVX2). CUDA lanes (CUDA builds): mma_sync (the
+// hand-written mma.sync kernels, int8 sm80+ and e4m3 sm89+, chosen by auto)
+// and cublaslt (cuBLASLt plus a separate epilogue kernel, the A/B baseline,
+// run only when named). `native` (the Hopper/Blackwell kernels) is reserved
+// and refused until it exists.
 //
 // OASR_SCALED_MM_BACKEND (core/env) picks the lane: auto (default) takes the
 // best available lane for the format; naming a lane requires it -- a lane
@@ -44,6 +48,19 @@ using ScaledMMInt8PreparedFn = void (*)(const int8_t* a, const float* a_scale, c
 using QuantizeStaticE4m3Fn = void (*)(const float* x, const float* multiplier, int64_t m, int64_t k,
                                       uint8_t* q);
 
+namespace cuda {
+struct ScaledMMArgs;  // quant/kernels/cuda/scaled_mm_cuda.h
+}
+// CUDA lanes: one scaled GEMM on device pointers whose epilogue writes the
+// served dtype (or 8-bit, the quantizing epilogue); the quantize steps are
+// the shared CUDA quantize kernels (quant/kernels/cuda/quantize_cuda.h).
+using CudaScaledMMFn = void (*)(const cuda::ScaledMMArgs& args);
+// Whether CUDA device `device_index` runs the lane for `format`; on false
+// `why` says what is missing.
+using CudaSupportsFn = bool (*)(QDType format, int device_index, std::string* why);
+// The kernel configuration the lane runs for one GEMM shape (for the report).
+using CudaKernelNameFn = std::string (*)(QDType format, int64_t m, int64_t n, int64_t k);
+
 struct ScaledMMLane {
   std::string name;  // "cpu_reference", "cpu_avx2_int8"
   DeviceType device = DeviceType::kCPU;
@@ -65,9 +82,17 @@ struct ScaledMMLane {
   ScaledMME4m3Fn scaled_mm_e4m3 = nullptr;
   QuantizePerTokenE4m3Fn quantize_per_token_e4m3 = nullptr;
   QuantizeStaticE4m3Fn quantize_static_e4m3 = nullptr;
+  // CUDA lanes (both formats through one entry point)
+  CudaScaledMMFn cuda_scaled_mm = nullptr;
+  CudaSupportsFn cuda_supports = nullptr;
+  CudaKernelNameFn cuda_kernel_name = nullptr;
 
+  bool is_cuda() const { return cuda_scaled_mm != nullptr; }
   bool serves(QDType format) const;  // has a scaled GEMM and both quantizers for it
   bool is_available() const { return available == nullptr || available(); }
+  // serves(format) on this very device (a CUDA lane asks the GPU); on false
+  // `why` names what is missing.
+  bool serves_on(QDType format, Device device, std::string* why) const;
 };
 
 // Every registered lane (the built-in CPU lanes first), in registration order.
@@ -78,7 +103,8 @@ const ScaledMMLane* find_lane(std::string_view name);
 
 // The lane that serves `format` on `device`. backend: "auto", or a lane name;
 // the GPU backend names of OASR_SCALED_MM_BACKEND (native, mma_sync, cutlass,
-// cublaslt, torch) are refused on a CPU device by name.
+// cublaslt, torch) are refused on a CPU device by name, and native / cutlass
+// / torch (no such lane in this build) on any device.
 const ScaledMMLane& choose_lane(QDType format, Device device, std::string_view backend);
 
 // OASR_SCALED_MM_BACKEND, validated (default "auto").

@@ -4,6 +4,9 @@
 
 #include "core/error.h"
 #include "quant/kernels/cpu/fused_producers.h"
+#if defined(OASR_WITH_CUDA)
+#include "quant/kernels/cuda/quantize_cuda.h"
+#endif
 
 namespace oasr::quant {
 namespace {
@@ -24,16 +27,20 @@ int64_t check_norm_operands(const char* op, const Tensor& x, const Tensor& weigh
   OASR_CHECK(x.defined() && x.dim() >= 1, kInvalidArgument, op,
              ": x must be a tensor [..., D], got ", x.defined() ? shape_str(x.shape()) : "none");
   OASR_CHECK(fused_producers_available(x.device()), kUnsupported, op, ": no ", x.device().str(),
-             " body yet (only the CPU reference); disarm the links (OASR_QUANT_FUSION=0)");
-  OASR_CHECK(x.dtype() == DType::kF32, kInvalidArgument, op,
-             ": the CPU body takes float32 (the CPU's served dtype), got ", dtype_name(x.dtype()));
+             " body in this build (a CPU-only build); disarm the links (OASR_QUANT_FUSION=0)");
+  OASR_CHECK(x.dtype() == DType::kF32 ||
+                 (x.device().is_cuda() && (x.dtype() == DType::kF16 || x.dtype() == DType::kBF16)),
+             kInvalidArgument, op,
+             ": the CPU body takes float32 (the CPU's served dtype) and the CUDA body float32, "
+             "float16 or bfloat16, got ",
+             dtype_name(x.dtype()), " on ", x.device().str());
   const int64_t features = x.size(-1);
   for (const Tensor* param : {&weight, &bias}) {
     if (!param->defined()) continue;
-    OASR_CHECK(param->dtype() == DType::kF32 && param->dim() == 1 && param->size(0) == features &&
+    OASR_CHECK(param->dtype() == x.dtype() && param->dim() == 1 && param->size(0) == features &&
                    param->device() == x.device(),
-               kInvalidArgument, op, ": weight and bias must be float32 [", features,
-               "] on x's device, got ", param->str());
+               kInvalidArgument, op, ": weight and bias must be ", dtype_name(x.dtype()), " [",
+               features, "] on x's device, got ", param->str());
   }
   return features;
 }
@@ -42,19 +49,31 @@ const float* data_or_null(const Tensor& t) {
   return t.defined() ? t.data<float>() : nullptr;
 }
 
-QuantizedActivation empty_activation(int64_t rows, int64_t features, QDType format) {
+QuantizedActivation empty_activation(int64_t rows, int64_t features, QDType format, Device device) {
   QuantizedActivation out;
   out.format = format;
-  out.data = Tensor::empty({rows, features}, storage_dtype_of(format));
-  out.scale = Tensor::empty({rows}, DType::kF32);
+  out.data = Tensor::empty({rows, features}, storage_dtype_of(format), device);
+  out.scale = Tensor::empty({rows}, DType::kF32, device);
   return out;
 }
 
 }  // namespace
 
-bool fused_producers_available(Device device) {
+bool fused_producers_available([[maybe_unused]] Device device) {
+#if defined(OASR_WITH_CUDA)
+  return true;
+#else
   return device.is_cpu();
+#endif
 }
+
+namespace {
+
+const void* raw_or_null(const Tensor& t) {
+  return t.defined() ? t.raw_data() : nullptr;
+}
+
+}  // namespace
 
 QuantizedActivation layer_norm_quant(const Tensor& x, const Tensor& weight, const Tensor& bias,
                                      float eps, QDType format) {
@@ -64,8 +83,16 @@ QuantizedActivation layer_norm_quant(const Tensor& x, const Tensor& weight, cons
   const Tensor w_c = weight.defined() ? weight.contiguous() : Tensor();
   const Tensor b_c = bias.defined() ? bias.contiguous() : Tensor();
   const int64_t rows = features == 0 ? 0 : x.numel() / features;
-  QuantizedActivation out = empty_activation(rows, features, format);
-  if (format == QDType::kInt8) {
+  QuantizedActivation out = empty_activation(rows, features, format, x.device());
+  if (x.device().is_cuda()) {
+#if defined(OASR_WITH_CUDA)
+    if (rows > 0) {
+      cuda::layer_norm_quant(format, x_c.raw_data(), raw_or_null(w_c), raw_or_null(b_c), x.dtype(),
+                             rows, features, eps, out.data.raw_data(), out.scale.data<float>(),
+                             x.device().index);
+    }
+#endif
+  } else if (format == QDType::kInt8) {
     cpu::layer_norm_quant_int8(x_c.data<float>(), data_or_null(w_c), data_or_null(b_c), rows,
                                features, eps, out.data.data<int8_t>(), out.scale.data<float>());
   } else {
@@ -94,8 +121,17 @@ AddLayerNormQuantResult add_layer_norm_residual_quant(const Tensor& x, const Ten
   const int64_t rows = features == 0 ? 0 : x.numel() / features;
   AddLayerNormQuantResult out;
   out.sum = Tensor::empty(x.shape(), x.dtype(), x.device());
-  out.quantized = empty_activation(rows, features, format);
-  if (format == QDType::kInt8) {
+  out.quantized = empty_activation(rows, features, format, x.device());
+  if (x.device().is_cuda()) {
+#if defined(OASR_WITH_CUDA)
+    if (rows > 0) {
+      cuda::add_layer_norm_residual_quant(
+          format, x_c.raw_data(), r_c.raw_data(), alpha, raw_or_null(w_c), raw_or_null(b_c),
+          x.dtype(), rows, features, eps, out.sum.raw_data(), out.quantized.data.raw_data(),
+          out.quantized.scale.data<float>(), x.device().index);
+    }
+#endif
+  } else if (format == QDType::kInt8) {
     cpu::add_layer_norm_residual_quant_int8(
         x_c.data<float>(), r_c.data<float>(), alpha, data_or_null(w_c), data_or_null(b_c), rows,
         features, eps, out.sum.data<float>(), out.quantized.data.data<int8_t>(),

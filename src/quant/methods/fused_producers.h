@@ -15,15 +15,14 @@
 
 namespace oasr::quant {
 
-// Whether the fused producers have a body on `device`. The CUDA bodies are
-// a later issue: until they land, link_quantization leaves the links of a
-// CUDA model disarmed (a declared gap, named in its summary), never a
-// detour through the unfused pair under the fused name.
+// Whether the fused producers have a body on `device`: the CPU always, CUDA
+// in CUDA builds (quant/kernels/cuda/quantize_cuda.h).
 bool fused_producers_available(Device device);
 
 // q, scale = quantize_per_token(layer_norm(x, weight, bias, eps)) in
-// `format`. x [..., D] float32 (the CPU's served dtype); the result is
-// [rows, D] with one fp32 scale per row.
+// `format`. x [..., D] float32 (the CPU's served dtype; a CUDA x may also be
+// float16 / bfloat16, with weight and bias of its dtype); the result is
+// [rows, D] on x's device with one fp32 scale per row.
 QuantizedActivation layer_norm_quant(const Tensor& x, const Tensor& weight, const Tensor& bias,
                                      float eps, QDType format);
 

@@ -1,5 +1,6 @@
 #include "quant/methods/quant_method.h"
 
+#include <algorithm>
 #include <cstring>
 #include <map>
 
@@ -8,6 +9,10 @@
 #include "quant/kernels/cpu/scaled_mm_reference.h"
 #include "quant/methods/fused_producers.h"
 #include "quant/numerics.h"
+#if defined(OASR_WITH_CUDA)
+#include "quant/kernels/cuda/quantize_cuda.h"
+#include "quant/kernels/cuda/scaled_mm_cuda.h"
+#endif
 
 namespace oasr::quant {
 
@@ -90,12 +95,32 @@ void QuantMethod::bind(const BindOptions& options, const QuantizedParams& params
       static_multiplier_[static_cast<size_t>(j)] = static_multiplier(static_scale_, smooth_j);
     }
   }
+  device_ = options.device;
+  bias_f32_ = Tensor();
+  static_multiplier_device_ = Tensor();
+  {
+    std::lock_guard<std::mutex> lock(static_rows_mutex_);
+    static_scale_rows_ = Tensor();
+  }
+  if (lane.is_cuda()) {
+    OASR_CHECK(params.weight.device() == options.device && params.weight.is_contiguous(), kInternal,
+               "bind: the ", name(), " weight must be contiguous on ", options.device.str(),
+               " before a CUDA lane binds, got ", params.weight.str());
+    if (params.bias.defined()) {
+      bias_f32_ = params.bias.to(DType::kF32).contiguous().to(options.device);
+    }
+    if (has_static_input()) {
+      static_multiplier_device_ = Tensor::from_vector(static_multiplier_, {k}).to(options.device);
+    }
+  }
   prepared_weight_.reset();
   if (format() == QDType::kInt8 && lane.prepare_int8_weight != nullptr &&
       lane.scaled_mm_int8_prepared != nullptr) {
     const Tensor weight = params.weight.contiguous();
     prepared_weight_ = lane.prepare_int8_weight(weight.data<int8_t>(), weight.size(0), k);
   }
+  scaled_n_ = params.weight.size(0);
+  scaled_k_ = k;
   lane_ = &lane;
 }
 
@@ -105,9 +130,43 @@ const ScaledMMLane& QuantMethod::lane() const {
   return *lane_;
 }
 
+Tensor QuantMethod::static_scale_column(int64_t m) const {
+  std::lock_guard<std::mutex> lock(static_rows_mutex_);
+  if (!static_scale_rows_.defined() || static_scale_rows_.numel() < m) {
+    const int64_t rows = std::max<int64_t>(m, 1024);
+    static_scale_rows_ = Tensor::full({rows}, static_scale_, DType::kF32).to(device_);
+  }
+  return static_scale_rows_.narrow(0, 0, m);
+}
+
 QuantizedActivation QuantMethod::quantize_input(const Tensor& x,
                                                 const QuantizedParams& params) const {
   const ScaledMMLane& chosen = lane();
+  if (chosen.is_cuda()) {
+#if defined(OASR_WITH_CUDA)
+    OASR_CHECK(x.dim() == 2 && x.is_contiguous() && x.device() == device_, kInternal,
+               "quantize_input expects contiguous [M, K] on ", device_.str(), ", got ", x.str());
+    const int64_t m = x.size(0);
+    const int64_t k = x.size(1);
+    QuantizedActivation out;
+    out.format = format();
+    out.data = Tensor::empty({m, k}, storage_dtype(), device_);
+    if (has_static_input()) {
+      out.scale = static_scale_column(m);
+      cuda::quantize_static(format(), x.raw_data(), x.dtype(),
+                            static_multiplier_device_.data<float>(), m, k, out.data.raw_data(),
+                            device_.index);
+      return out;
+    }
+    out.scale = Tensor::empty({m}, DType::kF32, device_);
+    Tensor smooth;
+    if (params.smooth_inv.defined()) smooth = params.smooth_inv.contiguous();
+    cuda::quantize_per_token(format(), x.raw_data(), x.dtype(),
+                             smooth.defined() ? smooth.data<float>() : nullptr, m, k,
+                             out.data.raw_data(), out.scale.data<float>(), device_.index);
+    return out;
+#endif
+  }
   OASR_CHECK(x.dim() == 2 && x.dtype() == DType::kF32 && x.is_contiguous(), kInternal,
              "quantize_input expects contiguous float32 [M, K], got ", x.str());
   const int64_t m = x.size(0);
@@ -141,8 +200,32 @@ QuantizedActivation QuantMethod::quantize_input(const Tensor& x,
   return out;
 }
 
+#if defined(OASR_WITH_CUDA)
+namespace {
+
+cuda::ScaledMMArgs cuda_gemm_args(QDType format, const QuantizedActivation& input,
+                                  const QuantizedParams& params, const Tensor& bias_f32,
+                                  Activation act, Device device) {
+  cuda::ScaledMMArgs args;
+  args.format = format;
+  args.a = input.data.raw_data();
+  args.a_scale = input.scale.data<float>();
+  args.w = params.weight.raw_data();
+  args.w_scale = params.weight_scale.data<float>();
+  args.bias = bias_f32.defined() ? bias_f32.data<float>() : nullptr;
+  args.act = act;
+  args.m = input.data.size(0);
+  args.n = params.weight.size(0);
+  args.k = input.data.size(1);
+  args.device_index = device.index;
+  return args;
+}
+
+}  // namespace
+#endif
+
 Tensor QuantMethod::scaled_mm(const QuantizedActivation& input, const QuantizedParams& params,
-                              Activation act) const {
+                              Activation act, DType out_dtype) const {
   const ScaledMMLane& chosen = lane();
   const int64_t m = input.data.size(0);
   const int64_t k = input.data.size(1);
@@ -150,6 +233,23 @@ Tensor QuantMethod::scaled_mm(const QuantizedActivation& input, const QuantizedP
   OASR_CHECK(params.weight.size(1) == k && input.format == format(), kInvalidArgument, "the ",
              name(), " GEMM got a ", to_string(input.format), " input ",
              shape_str(input.data.shape()), " for a weight ", shape_str(params.weight.shape()));
+  OASR_CHECK(out_dtype == DType::kF32 || out_dtype == DType::kF16 || out_dtype == DType::kBF16,
+             kInternal, "scaled_mm: output dtype ", dtype_name(out_dtype),
+             " is not float32, float16 or bfloat16");
+  if (chosen.is_cuda()) {
+#if defined(OASR_WITH_CUDA)
+    OASR_CHECK(input.data.is_contiguous() && input.data.device() == device_ &&
+                   input.scale.device() == device_,
+               kInternal, "scaled_mm: the 8-bit input must be contiguous on ", device_.str());
+    Tensor out = Tensor::empty({m, n}, out_dtype, device_);
+    if (m == 0) return out;
+    cuda::ScaledMMArgs args = cuda_gemm_args(format(), input, params, bias_f32_, act, device_);
+    args.served = out_dtype;
+    args.out = out.raw_data();
+    chosen.cuda_scaled_mm(args);
+    return out;
+#endif
+  }
   Tensor bias;
   if (params.bias.defined()) bias = params.bias.to(DType::kF32).contiguous();
   const float* bias_ptr = bias.defined() ? bias.data<float>() : nullptr;
@@ -170,7 +270,7 @@ Tensor QuantMethod::scaled_mm(const QuantizedActivation& input, const QuantizedP
                           params.weight_scale.data<float>(), bias_ptr, act, m, n, k,
                           out.data<float>());
   }
-  return out;
+  return out_dtype == DType::kF32 ? out : out.to(out_dtype);
 }
 
 Tensor QuantMethod::forward(const Tensor& x, const QuantizedParams& params, Activation act) const {
@@ -180,13 +280,14 @@ Tensor QuantMethod::forward(const Tensor& x, const QuantizedParams& params, Acti
   OASR_CHECK(x.dtype() == DType::kF32 || x.dtype() == DType::kF16 || x.dtype() == DType::kBF16,
              kInvalidArgument, "quantized ", scheme_.name, " GEMM: input dtype ",
              dtype_name(x.dtype()), " is not float32, float16 or bfloat16");
-  const Tensor x2 = x.to(DType::kF32).contiguous().view({-1, k});
+  // A CUDA lane quantizes the served dtype as it is and its epilogue writes
+  // it; the CPU lanes work in float32.
+  const Tensor x2 = (lane().is_cuda() ? x : x.to(DType::kF32)).contiguous().view({-1, k});
   const QuantizedActivation q = quantize_input(x2, params);
-  Tensor y = scaled_mm(q, params, act);
+  Tensor y = scaled_mm(q, params, act, x.dtype());
   Shape out_shape = x.shape();
   out_shape.back() = params.weight.size(0);
-  y = y.view(out_shape);
-  return x.dtype() == DType::kF32 ? y : y.to(x.dtype());
+  return y.view(out_shape);
 }
 
 QuantizedActivation QuantMethod::scaled_mm_quant(const QuantizedActivation& input,
@@ -204,6 +305,24 @@ QuantizedActivation QuantMethod::scaled_mm_quant(const QuantizedActivation& inpu
              consumer.static_multiplier_.size(), " inputs");
   OASR_CHECK(served == DType::kF32 || served == DType::kF16 || served == DType::kBF16, kInternal,
              "scaled_mm_quant: served dtype ", dtype_name(served), " is not a float dtype");
+  if (lane().is_cuda()) {
+#if defined(OASR_WITH_CUDA)
+    const int64_t m = input.data.size(0);
+    QuantizedActivation out;
+    out.format = format();
+    out.data = Tensor::empty({m, n}, storage_dtype(), device_);
+    out.scale = consumer.static_scale_column(m);
+    if (m > 0) {
+      cuda::ScaledMMArgs args = cuda_gemm_args(format(), input, params, bias_f32_, act, device_);
+      args.served = served;
+      args.out = out.data.raw_data();
+      args.out_multiplier = consumer.static_multiplier_device_.data<float>();
+      lane().cuda_scaled_mm(args);
+    }
+    note_fused_producer_call(FusedProducer::kScaledMMQuant);
+    return out;
+#endif
+  }
   // The epilogue result in fp32, rounded to the served dtype as the unfused
   // producer's output tensor would hold it (a no-op for float32).
   Tensor y = scaled_mm(input, params, act);
@@ -228,6 +347,12 @@ QuantizedActivation QuantMethod::scaled_mm_quant(const QuantizedActivation& inpu
 std::string QuantMethod::own_input_quantizer() const {
   if (has_static_input()) return "self (quantize_static)";
   return runtime_smoothed_ ? "self (quantize_per_token + smoother)" : "self (quantize_per_token)";
+}
+
+std::string QuantMethod::kernel_name(int64_t m) const {
+  const ScaledMMLane& chosen = lane();
+  if (chosen.cuda_kernel_name == nullptr) return chosen.name;
+  return chosen.cuda_kernel_name(format(), m, scaled_n_, scaled_k_);
 }
 
 std::string QuantMethod::input_quantizer() const {

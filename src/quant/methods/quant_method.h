@@ -8,6 +8,7 @@
 
 #include <functional>
 #include <memory>
+#include <mutex>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -91,11 +92,15 @@ class QuantMethod {
   bool bound() const { return lane_ != nullptr; }
   const ScaledMMLane& lane() const;
 
-  // The quantize step: x [M, K] fp32 contiguous -> 8-bit + per-row scales.
+  // The quantize step: x [M, K] contiguous -> 8-bit + per-row scales. On
+  // the CPU x is float32; a CUDA lane takes the served dtype as it is
+  // (widening is exact, so the bits are the same).
   QuantizedActivation quantize_input(const Tensor& x, const QuantizedParams& params) const;
-  // y [M, N] fp32 = act(scaled GEMM of `input` and the weight, + bias).
-  Tensor scaled_mm(const QuantizedActivation& input, const QuantizedParams& params,
-                   Activation act) const;
+  // y [M, N] = act(scaled GEMM of `input` and the weight, + bias), rounded
+  // once to `out_dtype` (float32, float16 or bfloat16). A CUDA lane rounds
+  // in its epilogue; the CPU lanes compute float32 and convert.
+  Tensor scaled_mm(const QuantizedActivation& input, const QuantizedParams& params, Activation act,
+                   DType out_dtype = DType::kF32) const;
   // Both, for x [..., K] in fp32/fp16/bf16 -> [..., N] in x's dtype, rounded once.
   Tensor forward(const Tensor& x, const QuantizedParams& params, Activation act) const;
 
@@ -116,6 +121,9 @@ class QuantMethod {
   bool takes_plain_per_token_input() const { return !has_static_input() && !runtime_smoothed_; }
   // The calibrated input_scale (static schemes, after bind).
   float static_input_scale() const { return static_scale_; }
+  // The static input scale repeated for m rows on the bound device (the
+  // per-row scales a QuantizedActivation carries); a cached buffer's view.
+  Tensor static_scale_column(int64_t m) const;
 
   // Who quantizes this layer's input, for the report: the label
   // link_quantization set ("encoder.encoders.0.norm_mha
@@ -127,6 +135,8 @@ class QuantMethod {
   void set_input_quantizer(std::string label) { linked_input_quantizer_ = std::move(label); }
   // Its own quantize step's label, whatever the links.
   std::string own_input_quantizer() const;
+  // The kernel (lane configuration) a GEMM of `m` rows runs, for the report.
+  std::string kernel_name(int64_t m) const;
 
  private:
   QuantScheme scheme_;
@@ -136,6 +146,16 @@ class QuantMethod {
   float static_scale_ = 0.0f;
   bool runtime_smoothed_ = false;
   std::string linked_input_quantizer_;  // set by link_quantization; "" = self
+  // CUDA lanes, prepared at bind: the bias in fp32 and the static
+  // multiplier on the device, and the static scale repeated per row (grown
+  // on demand: a QuantizedActivation carries one scale per row).
+  Device device_ = Device::cpu();
+  int64_t scaled_n_ = 0;  // the bound weight's N and K
+  int64_t scaled_k_ = 0;
+  Tensor bias_f32_;
+  Tensor static_multiplier_device_;
+  mutable std::mutex static_rows_mutex_;
+  mutable Tensor static_scale_rows_;
 };
 
 // Refuses, by name and with what to do, a scheme no method serves: nvfp4, a
