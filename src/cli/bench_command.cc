@@ -26,6 +26,7 @@
 #include <utility>
 #include <vector>
 
+#include "cli/bench_common.h"
 #include "cli/bench_scaled_mm.h"
 #include "cli/command.h"
 #include "cli/engine_options.h"
@@ -55,7 +56,6 @@ namespace fs = std::filesystem;
 
 constexpr int64_t kFramesPerSecond = 100;  // 10 ms fbank frame shift
 constexpr uint32_t kInputSeed = 0;
-constexpr size_t kStderrTailLines = 20;
 
 struct BenchEncoderOptions {
   std::string checkpoint_dir;
@@ -108,16 +108,6 @@ Tensor random_fbank(int64_t batch, int64_t frames, int64_t bins, std::mt19937& g
   return feats;
 }
 
-double median(std::vector<double> values) {
-  std::sort(values.begin(), values.end());
-  const size_t n = values.size();
-  return n % 2 == 1 ? values[n / 2] : 0.5 * (values[n / 2 - 1] + values[n / 2]);
-}
-
-double round3(double value) {
-  return std::round(value * 1000.0) / 1000.0;
-}
-
 nlohmann::ordered_json time_oasr_encoder(const models::U2ppModel& model,
                                          const BenchEncoderOptions& options,
                                          const engine::EngineConfig& served, int64_t batch,
@@ -161,24 +151,9 @@ nlohmann::ordered_json time_oasr_encoder(const models::U2ppModel& model,
   return line;
 }
 
-// Single quotes keep the shell from expanding anything in a path.
-std::string shell_quote(const std::string& text) {
-  std::string quoted = "'";
-  for (char c : text) quoted += c == '\'' ? std::string("'\\''") : std::string(1, c);
-  return quoted + "'";
-}
-
 std::string default_baseline_python() {
   const fs::path venv_python = fs::path(".venv") / "bin" / "python";
   return fs::exists(venv_python) ? venv_python.string() : std::string("python3");
-}
-
-std::string last_lines(const std::string& text, size_t count) {
-  size_t begin = text.size();
-  for (size_t seen = 0; begin > 0 && seen <= count; --begin) {
-    if (text[begin - 1] == '\n') ++seen;
-  }
-  return text.substr(begin);
 }
 
 // Runs the PyTorch baseline, relays each of its JSON lines and returns them
@@ -193,8 +168,6 @@ std::map<std::pair<std::string, int64_t>, nlohmann::json> run_baseline(
              "--no-baseline");
   const std::string python =
       options.baseline_python.empty() ? default_baseline_python() : options.baseline_python;
-  const fs::path stderr_path =
-      fs::temp_directory_path() / ("oasr_bench_stderr_" + std::to_string(::getpid()) + ".txt");
   std::ostringstream command;
   command << shell_quote(python) << " " << shell_quote(options.baseline_script) << " --ckpt-dir "
           << shell_quote(options.checkpoint_dir) << " --seconds " << options.seconds << " --batch "
@@ -207,49 +180,17 @@ std::map<std::pair<std::string, int64_t>, nlohmann::json> run_baseline(
   // What a PyTorch user would reach for against an int8 engine: dynamic int8
   // on every nn.Linear (torch.ao quantize_dynamic, what WeNet's export uses).
   if (options.quantization.scheme.rfind("int8", 0) == 0) command << " --dynamic-int8";
-  command << " 2> " << shell_quote(stderr_path.string());
 
+  const auto timing_line = [](const nlohmann::json& line) {
+    return line.is_object() && line.contains("batch") && line["batch"].is_number_integer() &&
+           line.contains("median_ms") && line["median_ms"].is_number();
+  };
   std::map<std::pair<std::string, int64_t>, nlohmann::json> lines;
-  std::string bad_line;
-  FILE* pipe = ::popen(command.str().c_str(), "r");
-  OASR_CHECK(pipe != nullptr, kInternal, "could not start the baseline: ", command.str());
-  std::string current;
-  std::array<char, 4096> buffer{};
-  while (std::fgets(buffer.data(), static_cast<int>(buffer.size()), pipe) != nullptr) {
-    current += buffer.data();
-    if (current.empty() || current.back() != '\n') continue;
-    current.pop_back();
-    nlohmann::json parsed = nlohmann::json::parse(current, nullptr, /*allow_exceptions=*/false);
-    if (parsed.is_object() && parsed.contains("batch") && parsed["batch"].is_number_integer() &&
-        parsed.contains("median_ms") && parsed["median_ms"].is_number()) {
-      std::cout << current << std::endl;
-      lines[{parsed.value("impl", std::string("pytorch")), parsed["batch"].get<int64_t>()}] =
-          parsed;
-    } else if (bad_line.empty()) {
-      bad_line = current;
-    }
-    current.clear();
-  }
-  const int status = ::pclose(pipe);
-
-  std::string stderr_text;
-  if (FILE* file = std::fopen(stderr_path.c_str(), "r")) {
-    while (std::fgets(buffer.data(), static_cast<int>(buffer.size()), file) != nullptr) {
-      stderr_text += buffer.data();
-    }
-    std::fclose(file);
-  }
-  std::error_code ignored;
-  fs::remove(stderr_path, ignored);
-
-  const bool exited_ok = status != -1 && WIFEXITED(status) && WEXITSTATUS(status) == 0;
-  if (!exited_ok || !bad_line.empty()) {
-    std::cerr << last_lines(stderr_text, kStderrTailLines);
-    OASR_THROW(kInvalidArgument, "the PyTorch baseline (", python, " ", options.baseline_script,
-               ") failed",
-               exited_ok ? " to print JSON lines (got '" + bad_line + "')"
-                         : " with exit status " + std::to_string(WEXITSTATUS(status)),
-               "; its stderr tail is above; use --baseline-python PATH or --no-baseline");
+  for (nlohmann::json& line :
+       run_baseline_script(command.str(), python, options.baseline_script, timing_line)) {
+    const std::pair<std::string, int64_t> key{line.value("impl", std::string("pytorch")),
+                                              line["batch"].get<int64_t>()};
+    lines[key] = std::move(line);
   }
   return lines;
 }

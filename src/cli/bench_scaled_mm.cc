@@ -11,6 +11,8 @@
 // and format gives oasr/baseline time ratios.
 #include "cli/bench_scaled_mm.h"
 
+#include "cli/bench_common.h"
+
 #include <nlohmann/json.hpp>
 
 #include <sys/wait.h>
@@ -30,6 +32,7 @@
 #include <tuple>
 #include <vector>
 
+#include "core/device.h"
 #include "core/error.h"
 #include "quant/format.h"
 #if OASR_WITH_CUDA
@@ -111,42 +114,16 @@ std::string shapes_argument(const std::vector<Shape>& shapes) {
 }
 
 int parse_device_index(const std::string& device) {
-  if (device == "cuda") return 0;
-  if (device.rfind("cuda:", 0) == 0) {
-    size_t used = 0;
-    int index = -1;
-    try {
-      index = std::stoi(device.substr(5), &used);
-    } catch (const std::exception&) {
-      used = 0;
-    }
-    if (used == device.size() - 5 && index >= 0) return index;
-  }
-  OASR_THROW(kInvalidArgument, "--device '", device,
+  const Device parsed = parse_device(device);  // refuses malformed text by name
+  OASR_CHECK(parsed.is_cuda(), kInvalidArgument, "--device '", device,
              "': bench scaled-mm times CUDA kernels; use cuda or cuda:N");
-}
-
-// [[maybe_unused]]: a build without CUDA times nothing and compares nothing.
-[[maybe_unused]] double round3(double value) {
-  return std::round(value * 1000.0) / 1000.0;
-}
-
-std::string shell_quote(const std::string& text) {
-  std::string quoted = "'";
-  for (char c : text) quoted += c == '\'' ? std::string("'\\''") : std::string(1, c);
-  return quoted + "'";
+  return parsed.index;
 }
 
 // Median oasr times by (format, out, m, n, k) of the lane compared below.
 using ResultKey = std::tuple<std::string, std::string, int64_t, int64_t, int64_t>;
 
 #if OASR_WITH_CUDA
-
-double median(std::vector<double> values) {
-  std::sort(values.begin(), values.end());
-  const size_t n = values.size();
-  return n % 2 == 1 ? values[n / 2] : 0.5 * (values[n / 2 - 1] + values[n / 2]);
-}
 
 // Device buffers of one problem, freed on scope exit.
 class DeviceBuffers {
@@ -320,32 +297,15 @@ void run_oasr(const BenchScaledMMOptions& options, const std::vector<Shape>& sha
           << shell_quote(options.format) << " --iters " << options.iters << " --warmup "
           << options.warmup << " --device " << shell_quote(options.device);
   std::map<std::tuple<std::string, int64_t, int64_t, int64_t>, double> lines;
-  FILE* pipe = ::popen(command.str().c_str(), "r");
-  OASR_CHECK(pipe != nullptr, kInternal, "could not start the baseline: ", command.str());
-  std::string current;
-  std::array<char, 4096> buffer{};
-  while (std::fgets(buffer.data(), static_cast<int>(buffer.size()), pipe) != nullptr) {
-    current += buffer.data();
-    if (current.empty() || current.back() != '\n') continue;
-    current.pop_back();
-    const nlohmann::json parsed =
-        nlohmann::json::parse(current, nullptr, /*allow_exceptions=*/false);
-    if (parsed.is_object()) {
-      std::cout << current << std::endl;
-      if (parsed.contains("median_us") && parsed["median_us"].is_number()) {
-        lines[{parsed.value("impl", std::string()), parsed.value("m", int64_t{0}),
-               parsed.value("n", int64_t{0}), parsed.value("k", int64_t{0})}] =
-            parsed["median_us"].get<double>();
-      }
+  const auto is_object = [](const nlohmann::json& line) { return line.is_object(); };
+  for (const nlohmann::json& line : run_baseline_script(command.str(), options.baseline_python,
+                                                        options.baseline_script, is_object)) {
+    if (line.contains("median_us") && line["median_us"].is_number()) {
+      lines[{line.value("impl", std::string()), line.value("m", int64_t{0}),
+             line.value("n", int64_t{0}), line.value("k", int64_t{0})}] =
+          line["median_us"].get<double>();
     }
-    current.clear();
   }
-  const int status = ::pclose(pipe);
-  const bool exited_ok = status != -1 && WIFEXITED(status) && WEXITSTATUS(status) == 0;
-  OASR_CHECK(exited_ok, kInvalidArgument, "the PyTorch baseline (", options.baseline_python, " ",
-             options.baseline_script,
-             ") failed (its stderr is above); use --baseline-python "
-             "PATH or --no-baseline");
   return lines;
 }
 

@@ -152,9 +152,7 @@ quant::QuantizedActivation QuantizableLayer::quantized_gemm_input(const GemmInpu
     const Tensor& t = x.tensor();
     OASR_CHECK(t.dim() >= 1 && t.size(-1) == k, kInvalidArgument, quant_module().path(), ": input ",
                shape_str(t.shape()), " does not end in its ", k, " input features");
-    // A CUDA lane quantizes the served dtype as it is; the CPU lanes take float32.
-    const Tensor rows = quant_method_->lane().is_cuda() ? t : t.to(DType::kF32);
-    return quant_method_->quantize_input(rows.contiguous().view({-1, k}), params);
+    return quant_method_->quantize_input(t.contiguous().view({-1, k}), params);
   }
   const quant::QuantizedActivation& a = x.activation();
   const std::string who = quant_module().path();

@@ -126,6 +126,22 @@ size_t output_element_bytes(const OutputMode& mode) {
   return mode.quantize ? 1 : dtype_size(mode.served);
 }
 
+// The epilogue's operands of a problem: a_scale per row, and w_scale,
+// bias and the consumer multiplier per column, drawn in that order.
+template <typename Problem>
+void fill_epilogue_operands(Problem& p, float scale_low, float scale_high, float multiplier_high,
+                            std::mt19937& rng) {
+  std::uniform_real_distribution<float> scale(scale_low, scale_high);
+  std::uniform_real_distribution<float> bias(-1.0f, 1.0f);
+  std::uniform_real_distribution<float> multiplier(1.0f, multiplier_high);
+  for (int64_t row = 0; row < p.m; ++row) p.a_scale.push_back(scale(rng));
+  for (int64_t col = 0; col < p.n; ++col) {
+    p.w_scale.push_back(scale(rng));
+    p.bias.push_back(bias(rng));
+    p.multiplier.push_back(multiplier(rng));
+  }
+}
+
 // int8 operands with the adversarial rows first: A = +127, -127, 0, random
 // +-127; W = -127 (with A's +127 row: the largest |acc|), +127, random +-127.
 struct Int8Problem {
@@ -153,15 +169,7 @@ Int8Problem make_int8_problem(int64_t m, int64_t n, int64_t k, std::mt19937& rng
   for (int64_t row = 0; row < m; ++row) fill_row(p.a, row, row < 4 ? static_cast<int>(row) : 4);
   const int w_kinds[] = {1, 0, 3};
   for (int64_t row = 0; row < n; ++row) fill_row(p.w, row, row < 3 ? w_kinds[row] : 4);
-  std::uniform_real_distribution<float> scale(1e-3f, 1e-2f);
-  std::uniform_real_distribution<float> bias(-1.0f, 1.0f);
-  std::uniform_real_distribution<float> multiplier(1.0f, 50.0f);
-  for (int64_t row = 0; row < m; ++row) p.a_scale.push_back(scale(rng));
-  for (int64_t col = 0; col < n; ++col) {
-    p.w_scale.push_back(scale(rng));
-    p.bias.push_back(bias(rng));
-    p.multiplier.push_back(multiplier(rng));
-  }
+  fill_epilogue_operands(p, 1e-3f, 1e-2f, 50.0f, rng);
   return p;
 }
 
@@ -336,15 +344,7 @@ Fp8Problem make_fp8_problem(int64_t m, int64_t n, int64_t k, std::mt19937& rng) 
                {},
                {},
                {}};
-  std::uniform_real_distribution<float> scale(1e-4f, 1e-3f);
-  std::uniform_real_distribution<float> bias(-1.0f, 1.0f);
-  std::uniform_real_distribution<float> multiplier(1.0f, 100.0f);
-  for (int64_t row = 0; row < m; ++row) p.a_scale.push_back(scale(rng));
-  for (int64_t col = 0; col < n; ++col) {
-    p.w_scale.push_back(scale(rng));
-    p.bias.push_back(bias(rng));
-    p.multiplier.push_back(multiplier(rng));
-  }
+  fill_epilogue_operands(p, 1e-4f, 1e-3f, 100.0f, rng);
   return p;
 }
 

@@ -167,10 +167,14 @@ QuantizedActivation QuantMethod::quantize_input(const Tensor& x,
     return out;
 #endif
   }
-  OASR_CHECK(x.dim() == 2 && x.dtype() == DType::kF32 && x.is_contiguous(), kInternal,
-             "quantize_input expects contiguous float32 [M, K], got ", x.str());
-  const int64_t m = x.size(0);
-  const int64_t k = x.size(1);
+  OASR_CHECK(
+      x.dim() == 2 && x.is_contiguous() &&
+          (x.dtype() == DType::kF32 || x.dtype() == DType::kF16 || x.dtype() == DType::kBF16),
+      kInternal, "quantize_input expects contiguous float [M, K], got ", x.str());
+  // The CPU lanes work in float32 (widening float16 / bfloat16 is exact).
+  const Tensor x32 = x.to(DType::kF32);
+  const int64_t m = x32.size(0);
+  const int64_t k = x32.size(1);
   QuantizedActivation out;
   out.format = format();
   out.data = Tensor::empty({m, k}, storage_dtype());
@@ -179,10 +183,10 @@ QuantizedActivation QuantMethod::quantize_input(const Tensor& x,
   if (has_static_input()) {
     for (int64_t row = 0; row < m; ++row) scale[row] = static_scale_;
     if (format() == QDType::kInt8) {
-      chosen.quantize_static_int8(x.data<float>(), static_multiplier_.data(), m, k,
+      chosen.quantize_static_int8(x32.data<float>(), static_multiplier_.data(), m, k,
                                   out.data.data<int8_t>());
     } else {
-      chosen.quantize_static_e4m3(x.data<float>(), static_multiplier_.data(), m, k,
+      chosen.quantize_static_e4m3(x32.data<float>(), static_multiplier_.data(), m, k,
                                   static_cast<uint8_t*>(out.data.raw_data()));
     }
     return out;
@@ -191,10 +195,10 @@ QuantizedActivation QuantMethod::quantize_input(const Tensor& x,
   if (params.smooth_inv.defined()) smooth = params.smooth_inv.contiguous();
   const float* smooth_ptr = smooth.defined() ? smooth.data<float>() : nullptr;
   if (format() == QDType::kInt8) {
-    chosen.quantize_per_token_int8(x.data<float>(), smooth_ptr, m, k, out.data.data<int8_t>(),
+    chosen.quantize_per_token_int8(x32.data<float>(), smooth_ptr, m, k, out.data.data<int8_t>(),
                                    scale);
   } else {
-    chosen.quantize_per_token_e4m3(x.data<float>(), smooth_ptr, m, k,
+    chosen.quantize_per_token_e4m3(x32.data<float>(), smooth_ptr, m, k,
                                    static_cast<uint8_t*>(out.data.raw_data()), scale);
   }
   return out;
@@ -280,9 +284,7 @@ Tensor QuantMethod::forward(const Tensor& x, const QuantizedParams& params, Acti
   OASR_CHECK(x.dtype() == DType::kF32 || x.dtype() == DType::kF16 || x.dtype() == DType::kBF16,
              kInvalidArgument, "quantized ", scheme_.name, " GEMM: input dtype ",
              dtype_name(x.dtype()), " is not float32, float16 or bfloat16");
-  // A CUDA lane quantizes the served dtype as it is and its epilogue writes
-  // it; the CPU lanes work in float32.
-  const Tensor x2 = (lane().is_cuda() ? x : x.to(DType::kF32)).contiguous().view({-1, k});
+  const Tensor x2 = x.contiguous().view({-1, k});
   const QuantizedActivation q = quantize_input(x2, params);
   Tensor y = scaled_mm(q, params, act, x.dtype());
   Shape out_shape = x.shape();

@@ -92,9 +92,9 @@ class QuantMethod {
   bool bound() const { return lane_ != nullptr; }
   const ScaledMMLane& lane() const;
 
-  // The quantize step: x [M, K] contiguous -> 8-bit + per-row scales. On
-  // the CPU x is float32; a CUDA lane takes the served dtype as it is
-  // (widening is exact, so the bits are the same).
+  // The quantize step: x [M, K] contiguous, float32 / float16 / bfloat16 ->
+  // 8-bit + per-row scales. A CUDA lane reads the served dtype as it is; the
+  // CPU lanes widen it to float32 (exact, so the bits are the same).
   QuantizedActivation quantize_input(const Tensor& x, const QuantizedParams& params) const;
   // y [M, N] = act(scaled GEMM of `input` and the weight, + bias), rounded
   // once to `out_dtype` (float32, float16 or bfloat16). A CUDA lane rounds

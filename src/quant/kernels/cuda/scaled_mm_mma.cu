@@ -374,6 +374,12 @@ bool mma_sync_supported(QDType format, int device_index, std::string* why) {
     return refuse("the mma.sync kernels serve int8 and float8_e4m3fn, not " +
                   std::string(to_string(format)));
   }
+  // A positive answer is cached per device and format: every launch asks,
+  // and the queries below cost more host time than a small GEMM takes.
+  static std::atomic<bool> image_ok[kMaxDevices][2] = {};
+  const int format_slot = format == QDType::kFp8E4M3 ? 1 : 0;
+  const bool cacheable = device_index >= 0 && device_index < kMaxDevices;
+  if (cacheable && image_ok[device_index][format_slot].load()) return true;
   int devices = 0;
   if (cudaGetDeviceCount(&devices) != cudaSuccess || device_index < 0 || device_index >= devices) {
     cudaGetLastError();  // clear the error so the next launch check does not report it
@@ -389,12 +395,7 @@ bool mma_sync_supported(QDType format, int device_index, std::string* why) {
     return refuse(arch + " has no fp8 tensor cores (fp8 needs sm_89 or newer); use int8_w8a8");
   }
   // The build must hold code that runs on this device, and for fp8 code
-  // compiled for sm_89+ (an sm_80 image would only trap). A positive answer
-  // is cached: launches ask every time.
-  static std::atomic<bool> image_ok[kMaxDevices][2] = {};
-  const int format_slot = format == QDType::kFp8E4M3 ? 1 : 0;
-  const bool cacheable = device_index < kMaxDevices;
-  if (cacheable && image_ok[device_index][format_slot].load()) return true;
+  // compiled for sm_89+ (an sm_80 image would only trap).
   CudaDeviceGuard guard(device_index);
   cudaFuncAttributes attributes{};
   const KernelFn probe = format == QDType::kFp8E4M3 ? compiled_configs()[0].fp8_kernel
@@ -412,6 +413,7 @@ bool mma_sync_supported(QDType format, int device_index, std::string* why) {
                   ", without fp8 mma (add sm_89+ to "
                   "CMAKE_CUDA_ARCHITECTURES)");
   }
+  if (cacheable) image_ok[device_index][format_slot].store(true);
   return true;
 }
 

@@ -1,0 +1,102 @@
+#include "cli/bench_common.h"
+
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <array>
+#include <cmath>
+#include <cstdio>
+#include <filesystem>
+#include <iostream>
+
+#include "core/error.h"
+
+namespace oasr::cli {
+
+namespace fs = std::filesystem;
+
+namespace {
+
+constexpr size_t kStderrTailLines = 20;
+
+std::string last_lines(const std::string& text, size_t count) {
+  size_t begin = text.size();
+  for (size_t seen = 0; begin > 0 && seen <= count; --begin) {
+    if (text[begin - 1] == '\n') ++seen;
+  }
+  return text.substr(begin);
+}
+
+std::string read_file(const fs::path& path) {
+  std::string text;
+  if (FILE* file = std::fopen(path.c_str(), "r")) {
+    std::array<char, 4096> buffer{};
+    while (std::fgets(buffer.data(), static_cast<int>(buffer.size()), file) != nullptr) {
+      text += buffer.data();
+    }
+    std::fclose(file);
+  }
+  return text;
+}
+
+}  // namespace
+
+double median(std::vector<double> values) {
+  std::sort(values.begin(), values.end());
+  const size_t n = values.size();
+  return n % 2 == 1 ? values[n / 2] : 0.5 * (values[n / 2 - 1] + values[n / 2]);
+}
+
+double round3(double value) {
+  return std::round(value * 1000.0) / 1000.0;
+}
+
+std::string shell_quote(const std::string& text) {
+  std::string quoted = "'";
+  for (char c : text) quoted += c == '\'' ? std::string("'\\''") : std::string(1, c);
+  return quoted + "'";
+}
+
+std::vector<nlohmann::json> run_baseline_script(
+    const std::string& command, const std::string& python, const std::string& script,
+    const std::function<bool(const nlohmann::json&)>& accept) {
+  const fs::path stderr_path =
+      fs::temp_directory_path() / ("oasr_bench_stderr_" + std::to_string(::getpid()) + ".txt");
+  const std::string full_command = command + " 2> " + shell_quote(stderr_path.string());
+  std::vector<nlohmann::json> lines;
+  std::string bad_line;
+  FILE* pipe = ::popen(full_command.c_str(), "r");
+  OASR_CHECK(pipe != nullptr, kInternal, "could not start the baseline: ", full_command);
+  std::string current;
+  std::array<char, 4096> buffer{};
+  while (std::fgets(buffer.data(), static_cast<int>(buffer.size()), pipe) != nullptr) {
+    current += buffer.data();
+    if (current.empty() || current.back() != '\n') continue;
+    current.pop_back();
+    nlohmann::json parsed = nlohmann::json::parse(current, nullptr, /*allow_exceptions=*/false);
+    if (accept(parsed)) {
+      std::cout << current << std::endl;
+      lines.push_back(std::move(parsed));
+    } else if (bad_line.empty()) {
+      bad_line = current;
+    }
+    current.clear();
+  }
+  const int status = ::pclose(pipe);
+  const std::string stderr_text = read_file(stderr_path);
+  std::error_code ignored;
+  fs::remove(stderr_path, ignored);
+
+  const bool exited_ok = status != -1 && WIFEXITED(status) && WEXITSTATUS(status) == 0;
+  if (!exited_ok || !bad_line.empty()) {
+    std::cerr << last_lines(stderr_text, kStderrTailLines);
+    OASR_THROW(kInvalidArgument, "the PyTorch baseline (", python, " ", script, ") failed",
+               exited_ok ? " to print JSON lines (got '" + bad_line + "')"
+                         : " with exit status " + std::to_string(WEXITSTATUS(status)),
+               "; its stderr tail is above; use --baseline-python PATH or --no-baseline");
+  }
+  return lines;
+}
+
+}  // namespace oasr::cli
