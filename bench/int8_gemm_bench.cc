@@ -40,6 +40,7 @@
 #include <thread>
 #include <vector>
 
+#include "ops/cpu_threads.h"
 #include "quant/kernels/cpu/scaled_mm_int8_avx2.h"
 
 extern "C" void openblas_set_num_threads(int num_threads);
@@ -242,7 +243,7 @@ int run(const Options& options) {
     ShapeData data = make_shape(m, k, n, rng);
     const double ops = 2.0 * static_cast<double>(m) * static_cast<double>(n) * k;
     for (const int threads : options.threads) {
-      oasr::quant::set_int8_avx2_threads(threads);
+      oasr::ops::set_cpu_threads(threads);
       openblas_set_num_threads(threads);
       std::map<std::string, std::function<void()>> impls;
       impls["oasr_int8"] = [&] {

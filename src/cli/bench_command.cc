@@ -28,6 +28,7 @@
 
 #include "cli/bench_common.h"
 #include "cli/bench_scaled_mm.h"
+#include "cli/bench_whisper.h"
 #include "cli/command.h"
 #include "cli/engine_options.h"
 #include "core/error.h"
@@ -35,18 +36,7 @@
 #include "models/materialize.h"
 #include "models/native_checkpoint.h"
 #include "models/u2pp_model.h"
-#if defined(__x86_64__)
-#include "quant/kernels/cpu/scaled_mm_int8_avx2.h"
-#endif
-
-// The CPU ops run their GEMMs and convolutions in OpenBLAS, whose thread pool
-// is the only CPU parallelism oasr has today; there is no oasr API for it
-// yet, so the bench reads and sets it directly (libopenblas is on the link
-// line through oasr_ops).
-extern "C" {
-int openblas_get_num_threads(void);
-void openblas_set_num_threads(int num_threads);
-}
+#include "ops/cpu_threads.h"
 
 namespace oasr::cli {
 
@@ -144,7 +134,7 @@ nlohmann::ordered_json time_oasr_encoder(const models::U2ppModel& model,
   line["median_ms"] = round3(median_ms);
   line["min_ms"] = round3(*std::min_element(times_ms.begin(), times_ms.end()));
   line["rtfx"] = round3(static_cast<double>(batch) * options.seconds / (median_ms / 1e3));
-  line["threads"] = openblas_get_num_threads();
+  line["threads"] = ops::cpu_threads();
   line["quantization"] = scheme_label(options);
   line["dtype"] = dtype_name(served.served_dtype());
   if (peak_bytes >= 0) line["peak_mem_mb"] = round3(static_cast<double>(peak_bytes) / (1 << 20));
@@ -207,12 +197,10 @@ void run_bench_encoder(const BenchEncoderOptions& options) {
   OASR_CHECK(options.iters >= 1 && options.warmup >= 0, kInvalidArgument,
              "need --iters >= 1 and --warmup >= 0");
   const std::vector<int64_t> batch_sizes = parse_batch_sizes(options.batch);
-  if (options.threads > 0) openblas_set_num_threads(options.threads);
-  const int threads = openblas_get_num_threads();
-
-#if defined(__x86_64__)
-  if (options.threads > 0) quant::set_int8_avx2_threads(options.threads);
-#endif
+  OASR_CHECK(options.threads >= 0, kInvalidArgument, "--threads must be >= 0, got ",
+             options.threads);
+  if (options.threads > 0) ops::set_cpu_threads(options.threads);
+  const int threads = ops::cpu_threads();
   models::MaterializeOptions materialize;
   materialize.device = served.served_device();
   materialize.dtype = served.served_dtype();
@@ -286,7 +274,7 @@ Command add_bench_command(CLI::App& parent) {
       ->capture_default_str();
   encoder
       ->add_option("--threads", options->threads,
-                   "CPU threads for oasr and the baseline (0: OpenBLAS's default)")
+                   "CPU threads for oasr and the baseline (0: the machine's hardware threads)")
       ->capture_default_str();
   encoder->add_flag("--no-baseline", options->no_baseline, "skip the PyTorch baseline");
   encoder->add_flag("--no-compile", options->no_compile,
@@ -299,8 +287,10 @@ Command add_bench_command(CLI::App& parent) {
       ->capture_default_str();
   add_quantization_flags(*encoder, options->quantization);
   add_bench_scaled_mm_command(*app);
+  add_bench_whisper_command(*app);
   return {app, [options] {
-            if (!run_bench_scaled_mm_if_parsed()) run_bench_encoder(*options);
+            if (run_bench_scaled_mm_if_parsed() || run_bench_whisper_if_parsed()) return;
+            run_bench_encoder(*options);
           }};
 }
 

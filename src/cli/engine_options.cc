@@ -32,6 +32,9 @@ void add_engine_flags(CLI::App& app, EngineFlags& flags) {
                  "served dtype: float32 | float16 | bfloat16 (default: float32 on cpu, float16 on "
                  "cuda; the CPU serves float32 only)");
   app.add_option("--max-batch-size", flags.max_batch_size, "utterances per batch (default 8)");
+  app.add_option("--threads", flags.threads,
+                 "CPU threads for every op, oasr's and OpenBLAS's together (default: the "
+                 "machine's hardware threads)");
   app.add_option("--decode-method,--decoding-method", flags.decode_method,
                  "U2++: ctc_greedy_search | ctc_prefix_beam_search | attention_rescoring "
                  "(default: attention_rescoring); Whisper: greedy_search | beam_search "
@@ -58,6 +61,7 @@ engine::EngineConfig EngineFlags::to_config() const {
   config.device = device;
   config.dtype = dtype;
   config.max_batch_size = max_batch_size;
+  config.threads = threads;
   if (!decode_method.empty()) config.decode.method = decode_method;
   if (beam_size != 0) config.decode.beam_size = beam_size;
   if (ctc_weight != -1.0) config.decode.ctc_weight = ctc_weight;

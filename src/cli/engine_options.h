@@ -29,6 +29,7 @@ struct EngineFlags {
   std::string device = "cpu";
   std::string dtype;  // empty: float32 on cpu, float16 on cuda
   int64_t max_batch_size = 8;
+  int threads = 0;            // 0: the machine's hardware threads
   std::string decode_method;  // empty: the checkpoint's default
   int64_t beam_size = 0;
   double ctc_weight = -1.0;

@@ -12,6 +12,9 @@ const std::vector<Variable>& known_variables() {
       {"OASR_LOG_LEVEL", "trace|debug|info|warn|error|off (default: warn)"},
       {"OASR_SCALED_MM_BACKEND", "auto|native|mma_sync|cublaslt: the 8-bit GEMM lane"},
       {"OASR_QUANT_FUSION", "0 disarms every fused quantize producer (A/B attribution)"},
+      {"OASR_CPU_ISA",
+       "auto|avx2|scalar: caps the CPU SIMD level the kernels dispatch to (A/B, tests); "
+       "never raises it above what cpuid reports"},
   };
   return vars;
 }

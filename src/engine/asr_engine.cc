@@ -14,6 +14,7 @@
 #include "models/materialize.h"
 #include "models/native_checkpoint.h"
 #include "models/whisper_dir.h"
+#include "ops/cpu_threads.h"
 #include "quant/apply_links.h"
 
 namespace oasr::engine {
@@ -89,6 +90,8 @@ void EngineConfig::validate() const {
              "no checkpoint directory given; pass --ckpt-dir DIR");
   OASR_CHECK(max_batch_size >= 1, kInvalidArgument, "max_batch_size must be >= 1, got ",
              max_batch_size);
+  OASR_CHECK(threads >= 0, kInvalidArgument, "threads must be >= 0 (0: the machine's ",
+             ops::default_cpu_threads(), " hardware threads), got ", threads);
   const Device d = served_device();
   const DType served = served_dtype();
   if (d.is_cuda()) {
@@ -123,6 +126,7 @@ std::string EngineConfig::dump() const {
   std::ostringstream out;
   out << "ckpt_dir=" << ckpt_dir.string() << " device=" << device
       << " dtype=" << (dtype.empty() ? "default" : dtype) << " max_batch_size=" << max_batch_size
+      << " threads=" << (threads == 0 ? std::string("default") : std::to_string(threads))
       << " quantization=(" << quantization.dump() << ")";
   return out.str();
 }
@@ -223,6 +227,7 @@ ASREngine::ASREngine(const EngineConfig& config) : config_(config) {
              " is a Whisper model, and the Whisper path is not ported to CUDA yet; use "
              "--device cpu");
   config_.validate();
+  if (config_.threads > 0) ops::set_cpu_threads(config_.threads);
   if (whisper) {
     load_whisper();
   } else {

@@ -92,6 +92,10 @@ struct EngineConfig {
   // float32 only.
   std::string dtype;
   int64_t max_batch_size = 8;
+  // CPU threads for every op (oasr's worker pool and OpenBLAS together,
+  // ops/cpu_threads.h); 0 keeps the process's setting (default: the
+  // machine's hardware threads). Process-wide: the last engine built wins.
+  int threads = 0;
   DecodeOverrides decode;
   // Online quantization of a full-precision checkpoint ("int8_w8a8", or
   // {scheme, ignore, module_types, kv_cache}); a quantized checkpoint is

@@ -1,4 +1,4 @@
-// The AVX2 epilogue activations (quant/kernels/cpu/activations_avx2.h) must
+// The AVX2 epilogue activations (core/activations_avx2.h) must
 // return the bits of core/activations.h's scalar functions for every input.
 // Checked over strided sweeps of all 2^32 bit patterns (exp: every 257th,
 // 16.7 million inputs; each activation: every 1031st, 4.2 million -- every
@@ -6,7 +6,7 @@
 // branch points, and special values. (A one-off run over all 2^32 inputs of
 // the vector bodies -- exp, swish, sigmoid, relu -- found no difference; the
 // GELUs and tanh run the scalar function per lane.)
-#include "quant/kernels/cpu/activations_avx2.h"
+#include "core/activations_avx2.h"
 
 #include <gtest/gtest.h>
 
@@ -127,10 +127,13 @@ TEST_F(Avx2Activations, ExpMatchesScalarBits) {
 
 TEST_F(Avx2Activations, EveryActivationMatchesScalarBits) {
   std::vector<float> inputs = strided_sweep(1031);
-  for (float x : dense_range(0.0f, 0x1p-135f)) inputs.push_back(x);  // zero, subnormals
-  for (float x : dense_range(0.99f, 1.01f)) inputs.push_back(x);     // erf's cut at 1
-  for (float x : dense_range(0.62f, 0.63f)) inputs.push_back(x);     // tanh's at 0.625
-  for (float x : dense_range(103.9f, 104.1f)) inputs.push_back(x);   // swish's at -104
+  for (float x : dense_range(0.0f, 0x1p-135f)) inputs.push_back(x);    // zero, subnormals
+  for (float x : dense_range(0.99f, 1.01f)) inputs.push_back(x);       // erf's cut at 1
+  for (float x : dense_range(0.62f, 0.63f)) inputs.push_back(x);       // tanh's at 0.625
+  for (float x : dense_range(103.9f, 104.1f)) inputs.push_back(x);     // swish's at -104
+  for (float x : dense_range(3.91f, 3.93f)) inputs.push_back(x);       // erf's at 3.92
+  for (float x : dense_range(9.49f, 9.51f)) inputs.push_back(x);       // tanh's at 9.5
+  for (float x : dense_range(9999.0f, 10001.0f)) inputs.push_back(x);  // the GELUs' at -1e4
   for (float x : special_values()) inputs.push_back(x);
   for (Activation activation : kAllActivations) {
     const Mismatch mismatch = compare(
@@ -152,6 +155,26 @@ TEST_F(Avx2Activations, SpecialValuesKeepTheirBits) {
         [&](float x) { return act::apply(activation, x); });
     EXPECT_EQ(mismatch.count, 0) << activation_name(activation) << "(" << mismatch.first_input
                                  << ")";
+  }
+}
+
+// Every one of the 2^32 inputs, every function (minutes on two cores; run by
+// hand with --gtest_also_run_disabled_tests when a vector body changes).
+TEST_F(Avx2Activations, DISABLED_EveryFloatEveryActivation) {
+  constexpr uint64_t kChunk = uint64_t{1} << 24;
+  std::vector<float> inputs(kChunk);
+  for (uint64_t first = 0; first < (uint64_t{1} << 32); first += kChunk) {
+    for (uint64_t i = 0; i < kChunk; ++i) inputs[i] = bits_float(static_cast<uint32_t>(first + i));
+    const Mismatch exp_mismatch = compare(inputs, exp8, act::exp_f32);
+    ASSERT_EQ(exp_mismatch.count, 0) << "exp(" << exp_mismatch.first_input << ")";
+    for (Activation activation : kAllActivations) {
+      const Mismatch mismatch = compare(
+          inputs, [&](const float* in, float* out) { apply8(activation, in, out); },
+          [&](float x) { return act::apply(activation, x); });
+      ASSERT_EQ(mismatch.count, 0)
+          << activation_name(activation) << "(" << mismatch.first_input << "): vector "
+          << mismatch.first_vector << " scalar " << mismatch.first_scalar;
+    }
   }
 }
 

@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "core/hd.h"
+#include "ops/cpu_threads.h"
 #include "quant/kernels/cpu/scaled_mm_int8_avx2.h"
 #include "quant/kernels/cpu/scaled_mm_reference.h"
 
@@ -50,9 +51,9 @@ class Avx2Quantize : public ::testing::Test {
  protected:
   void SetUp() override {
     if (!cpu_has_avx2()) GTEST_SKIP() << "no AVX2+FMA on this CPU";
-    set_int8_avx2_threads(2);
+    ops::set_cpu_threads(2);
   }
-  void TearDown() override { set_int8_avx2_threads(0); }
+  void TearDown() override { ops::set_cpu_threads(0); }
 
   // Runs all three and requires identical bits.
   void expect_same(const std::vector<float>& x, const std::vector<float>* smooth_inv, int64_t m,

@@ -14,10 +14,13 @@
 #include <vector>
 
 #include "core/activations.h"
+#include "core/cpu_features.h"
 #include "core/error.h"
 #include "core/hd.h"
+#include "ops/cpu_threads.h"
 #include "quant/kernels/cpu/scaled_mm_int8_avx2.h"
 #include "quant/kernels/cpu/scaled_mm_reference.h"
+#include "quant/lanes/scaled_mm_lane.h"
 
 namespace oasr::quant {
 namespace {
@@ -84,9 +87,9 @@ class Avx2ScaledMM : public ::testing::Test {
  protected:
   void SetUp() override {
     if (!cpu_has_avx2()) GTEST_SKIP() << "no AVX2+FMA on this CPU";
-    set_int8_avx2_threads(2);
+    ops::set_cpu_threads(2);
   }
-  void TearDown() override { set_int8_avx2_threads(0); }
+  void TearDown() override { ops::set_cpu_threads(0); }
 
   // AVX2 (packed once, and the unpacked overload) == definition == reference.
   void expect_bits(const Problem& p, bool with_reference = true) {
@@ -220,8 +223,8 @@ TEST_F(Avx2ScaledMM, PackedWeightReuseAndThreadCounts) {
   EXPECT_EQ(packed.k(), 130);
   const std::vector<float> expected = definition_gemm(p);
   for (int threads : {1, 2, 3}) {
-    set_int8_avx2_threads(threads);
-    EXPECT_EQ(int8_avx2_threads(), threads);
+    ops::set_cpu_threads(threads);
+    EXPECT_EQ(ops::cpu_threads(), threads);
     for (int64_t rows : {100, 1, 37}) {
       std::vector<float> out(rows * p.n);
       scaled_mm_int8_avx2(p.a.data(), p.a_scale.data(), packed, p.w_scale.data(), p.bias.data(),
@@ -245,6 +248,23 @@ TEST_F(Avx2ScaledMM, EmptyShapesAndUnpackedWeightRefused) {
   EXPECT_THROW(scaled_mm_int8_avx2(w.data(), scales.data(), never_packed, scales.data(), nullptr,
                                    Activation::kNone, 1, out.data()),
                Error);
+}
+
+// The dispatch cap (OASR_CPU_ISA=scalar, cap_cpu_isa) moves auto to the
+// reference lane and refuses the AVX2 lane by name, so an A/B run can force
+// every lower lane; restoring the level brings the AVX2 lane back.
+TEST_F(Avx2ScaledMM, DispatchCapForcesTheReferenceLane) {
+  EXPECT_EQ(choose_lane(QDType::kInt8, Device::cpu(), "auto").name, "cpu_avx2_int8");
+  cap_cpu_isa(CpuIsa::kScalar);
+  EXPECT_EQ(choose_lane(QDType::kInt8, Device::cpu(), "auto").name, "cpu_reference");
+  try {
+    choose_lane(QDType::kInt8, Device::cpu(), "cpu_avx2_int8");
+    ADD_FAILURE() << "the AVX2 lane was served below its dispatch level";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("a CPU with AVX2"), std::string::npos) << e.what();
+  }
+  cap_cpu_isa(cpu_isa_detected());
+  EXPECT_EQ(choose_lane(QDType::kInt8, Device::cpu(), "auto").name, "cpu_avx2_int8");
 }
 
 }  // namespace

@@ -8,10 +8,10 @@
 #include <algorithm>
 #include <cstdint>
 
+#include "core/activations_avx2.h"
 #include "core/error.h"
-#include "quant/kernels/cpu/activations_avx2.h"
+#include "ops/cpu/worker_pool.h"
 #include "quant/kernels/cpu/scaled_mm_int8_avx2.h"
-#include "quant/kernels/cpu/worker_pool_avx2.h"
 #include "quant/numerics.h"
 
 namespace oasr::quant {
@@ -105,7 +105,7 @@ void quantize_per_token_int8_avx2(const float* x, const float* smooth_inv, int64
     for (int64_t task = 0; task < tasks; ++task) quantize_rows(task);
     return;
   }
-  avx2::shared_worker_pool()->run(tasks, quantize_rows);
+  ops::cpu::shared_worker_pool()->run(tasks, quantize_rows);
 }
 
 }  // namespace oasr::quant

@@ -32,9 +32,10 @@
 #include <cstring>
 #include <new>
 
+#include "core/activations_avx2.h"
+#include "core/cpu_features.h"
 #include "core/error.h"
-#include "quant/kernels/cpu/activations_avx2.h"
-#include "quant/kernels/cpu/worker_pool_avx2.h"
+#include "ops/cpu/worker_pool.h"
 
 namespace oasr::quant {
 namespace {
@@ -265,11 +266,7 @@ int32_t* a_scratch(int64_t words) {
 }  // namespace
 
 bool cpu_has_avx2() {
-  static const bool supported = [] {
-    __builtin_cpu_init();
-    return __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma");
-  }();
-  return supported;
+  return cpu_has(CpuIsa::kAvx2);
 }
 
 void PackedInt8Weight::AlignedFree::operator()(int16_t* p) const {
@@ -329,7 +326,7 @@ void scaled_mm_int8_avx2(const int8_t* a, const float* a_scale, const PackedInt8
     problem.tail_bias[c] = valid && bias != nullptr ? bias[tail_col0 + c] : 0.0f;
   }
 
-  const std::shared_ptr<avx2::WorkerPool> pool = avx2::shared_worker_pool();
+  const std::shared_ptr<ops::cpu::WorkerPool> pool = ops::cpu::shared_worker_pool();
   int16_t* a_packed = reinterpret_cast<int16_t*>(const_cast<int32_t*>(problem.a_packed));
   // Sign-extending A is one cheap pass: split it over the threads only when
   // it is large enough to repay waking them.

@@ -26,8 +26,9 @@ namespace oasr::quant {
 // The largest K whose exact int32 accumulation is guaranteed (see above).
 inline constexpr int64_t kAvx2MaxK = (int64_t{1} << 17) - 1;
 
-// True when the CPU runs AVX2 and FMA (the vector epilogue activations use
-// the IEEE fma the scalar ones use).
+// True when the dispatch level (core/cpu_features.h) includes AVX2 + FMA
+// (the vector epilogue activations use the IEEE fma the scalar ones use);
+// OASR_CPU_ISA=scalar makes it false, so auto picks cpu_reference.
 bool cpu_has_avx2();
 
 // A weight [N, K] repacked once (at bind time) into the layout the kernel
@@ -62,7 +63,8 @@ PackedInt8Weight pack_int8_weight(const int8_t* w, int64_t n, int64_t k);
 // out[m, n] = epilogue(sum_k a[m, k] * w[n, k]) per DESIGN.md §3:
 //   t = w_scale[n] * float(acc); t = a_scale[m] * t; t = t + bias[n]; y = act(t).
 // a [M, K] int8 row-major, a_scale [M], w_scale [N], bias [N] or nullptr,
-// out [M, N] fp32 row-major. Runs on int8_avx2_threads() threads.
+// out [M, N] fp32 row-major. Runs on ops::cpu_threads() threads (ops/cpu_threads.h); a
+// call that finds the shared pool busy runs on its own thread instead of waiting.
 void scaled_mm_int8_avx2(const int8_t* a, const float* a_scale, const PackedInt8Weight& w,
                          const float* w_scale, const float* bias, Activation act, int64_t m,
                          float* out);
@@ -78,11 +80,5 @@ void scaled_mm_int8_avx2(const int8_t* a, const float* a_scale, const int8_t* w,
 // q = clamp(rne(x' * (127 / amax)), -127, 127), scale = amax / 127.
 void quantize_per_token_int8_avx2(const float* x, const float* smooth_inv, int64_t m, int64_t k,
                                   int8_t* q, float* scale);
-
-// Threads the GEMM splits its work over (default: the hardware threads).
-// Setting 0 restores the default. The pool is shared by all callers; a call
-// that finds it busy runs on its own thread instead of waiting.
-void set_int8_avx2_threads(int threads);
-int int8_avx2_threads();
 
 }  // namespace oasr::quant

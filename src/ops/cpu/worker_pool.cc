@@ -1,4 +1,4 @@
-#include "quant/kernels/cpu/worker_pool_avx2.h"
+#include "ops/cpu/worker_pool.h"
 
 #include <atomic>
 #include <condition_variable>
@@ -7,10 +7,8 @@
 #include <vector>
 
 #include "core/error.h"
-#include "quant/kernels/cpu/scaled_mm_int8_avx2.h"
 
-namespace oasr::quant {
-namespace avx2 {
+namespace oasr::ops::cpu {
 namespace {
 
 // One run() call. Workers hold it by shared_ptr, so one that wakes after the
@@ -118,18 +116,12 @@ std::shared_ptr<WorkerPool> shared_worker_pool() {
   return g_pool;
 }
 
-}  // namespace avx2
-
-void set_int8_avx2_threads(int threads) {
-  OASR_CHECK(threads >= 0, kInvalidArgument, "int8 AVX2 lane: thread count ", threads,
-             " is negative (0 restores the default, the hardware threads)");
-  auto pool = std::make_shared<avx2::WorkerPool>(threads == 0 ? avx2::default_threads() : threads);
-  std::lock_guard<std::mutex> lock(avx2::g_pool_mutex);
-  avx2::g_pool = std::move(pool);
+void replace_shared_worker_pool(int threads) {
+  OASR_CHECK(threads >= 1, kInvalidArgument, "CPU worker pool: ", threads,
+             " threads; need at least 1");
+  auto pool = std::make_shared<WorkerPool>(threads);
+  std::lock_guard<std::mutex> lock(g_pool_mutex);
+  g_pool = std::move(pool);
 }
 
-int int8_avx2_threads() {
-  return avx2::shared_worker_pool()->threads();
-}
-
-}  // namespace oasr::quant
+}  // namespace oasr::ops::cpu

@@ -1,5 +1,7 @@
-// Eight-lane AVX2 versions of core/activations.h's epilogue activations that
-// return the SAME BITS as the scalar functions (DESIGN.md §3). This holds by
+// Eight-lane AVX2 versions of every core/activations.h function (exp, erf,
+// tanh and the epilogue activations) that return the SAME BITS as the
+// scalar functions (DESIGN.md §3). The int8 GEMM epilogues and the CPU ops
+// (activation, softmax, log-softmax) run them. This holds by
 // construction: every step is the scalar step on each lane -- IEEE-rounded
 // add/mul/div, _mm256_fmadd_ps (the IEEE fusedMultiplyAdd, as std::fma),
 // _mm256_round_ps to nearest even (as rint), exact exponent-bit arithmetic --
@@ -8,8 +10,9 @@
 // reverse order. tests/quant/test_avx2_activations.cc compares bits over
 // tens of millions of inputs.
 //
-// Only for translation units compiled for AVX2 (the target attribute below
-// is enough; no -mavx2 needed), called only after cpu_has_avx2().
+// Only for functions compiled for AVX2 (the target attribute below is
+// enough; no file-wide -mavx2), called only where cpu_has(CpuIsa::kAvx2)
+// (core/cpu_features.h).
 #pragma once
 
 #include <immintrin.h>
@@ -19,7 +22,7 @@
 #define OASR_AVX2_TARGET __attribute__((target("avx2,fma")))
 #define OASR_AVX2_INLINE __attribute__((target("avx2,fma"), always_inline)) inline
 
-namespace oasr::quant::avx2 {
+namespace oasr::avx2 {
 
 OASR_AVX2_INLINE __m256 abs_ps(__m256 x) {
   return _mm256_castsi256_ps(
@@ -99,11 +102,87 @@ OASR_AVX2_INLINE __m256 sigmoid_ps(__m256 x) {
   return _mm256_blendv_ps(result, x, is_nan_ps(x));
 }
 
-// Whether apply_ps has a vector body for `activation`; the others (the GELUs,
-// tanh) run the scalar function per lane, which is bit-identical but slower.
-inline bool has_vector_activation(Activation activation) {
-  return activation == Activation::kNone || activation == Activation::kRelu ||
-         activation == Activation::kSwish || activation == Activation::kSigmoid;
+OASR_AVX2_INLINE __m256 sign_bits_ps(__m256 x) {
+  return _mm256_and_ps(x, _mm256_castsi256_ps(_mm256_set1_epi32(static_cast<int>(0x80000000u))));
+}
+
+// act::erf_f32: both branches on every lane, the one the scalar function
+// takes selected per lane (the unused one may hold inf or NaN; it is
+// discarded), then the sign of x OR-ed in as with_sign does.
+OASR_AVX2_INLINE __m256 erf_ps(__m256 x) {
+  using namespace act::detail;
+  const __m256 ax = abs_ps(x);
+  const __m256 u = _mm256_mul_ps(ax, ax);
+  __m256 p = _mm256_set1_ps(0x1.496f8cp-14f);
+  p = _mm256_fmadd_ps(p, u, _mm256_set1_ps(-0x1.a3f8e2p-11f));
+  p = _mm256_fmadd_ps(p, u, _mm256_set1_ps(0x1.5405f2p-8f));
+  p = _mm256_fmadd_ps(p, u, _mm256_set1_ps(-0x1.b7f916p-6f));
+  p = _mm256_fmadd_ps(p, u, _mm256_set1_ps(0x1.ce2cf8p-4f));
+  p = _mm256_fmadd_ps(p, u, _mm256_set1_ps(-0x1.81273ep-2f));
+  p = _mm256_fmadd_ps(p, u, _mm256_set1_ps(0x1.06eba8p-3f));
+  const __m256 small = _mm256_fmadd_ps(ax, p, ax);
+  const __m256 t = _mm256_sub_ps(ax, _mm256_set1_ps(2.5f));
+  __m256 r = _mm256_set1_ps(0x1.86d558p-13f);
+  r = _mm256_fmadd_ps(r, t, _mm256_set1_ps(-0x1.3edbf8p-13f));
+  r = _mm256_fmadd_ps(r, t, _mm256_set1_ps(0x1.432026p-9f));
+  r = _mm256_fmadd_ps(r, t, _mm256_set1_ps(-0x1.5efd74p-7f));
+  r = _mm256_fmadd_ps(r, t, _mm256_set1_ps(0x1.cbb584p-5f));
+  r = _mm256_fmadd_ps(r, t, _mm256_set1_ps(-0x1.69289ap-2f));
+  r = _mm256_fmadd_ps(r, t, _mm256_set1_ps(-0x1.8e8b9ep0f));
+  const __m256 neg_ax = _mm256_sub_ps(_mm256_setzero_ps(), ax);  // -ax exactly
+  const __m256 mid = _mm256_sub_ps(_mm256_set1_ps(1.0f), exp_ps(_mm256_fmadd_ps(neg_ax, ax, r)));
+  __m256 result = _mm256_set1_ps(1.0f);
+  result = _mm256_blendv_ps(result, mid,
+                            _mm256_cmp_ps(ax, _mm256_set1_ps(kErfOneThreshold), _CMP_LT_OQ));
+  result = _mm256_blendv_ps(result, small, _mm256_cmp_ps(ax, _mm256_set1_ps(1.0f), _CMP_LT_OQ));
+  result = _mm256_or_ps(result, sign_bits_ps(x));
+  return _mm256_blendv_ps(result, x, is_nan_ps(x));
+}
+
+// act::tanh_f32, the same way.
+OASR_AVX2_INLINE __m256 tanh_ps(__m256 x) {
+  using namespace act::detail;
+  const __m256 ax = abs_ps(x);
+  const __m256 u = _mm256_mul_ps(ax, ax);
+  __m256 t = _mm256_set1_ps(0x1.18e734p-9f);
+  t = _mm256_fmadd_ps(t, u, _mm256_set1_ps(-0x1.0bf66ap-7f));
+  t = _mm256_fmadd_ps(t, u, _mm256_set1_ps(0x1.638bap-6f));
+  t = _mm256_fmadd_ps(t, u, _mm256_set1_ps(-0x1.b9ee96p-5f));
+  t = _mm256_fmadd_ps(t, u, _mm256_set1_ps(0x1.111066p-3f));
+  t = _mm256_fmadd_ps(t, u, _mm256_set1_ps(-0x1.555554p-2f));
+  const __m256 small = _mm256_fmadd_ps(_mm256_mul_ps(ax, u), t, ax);
+  const __m256 one = _mm256_set1_ps(1.0f);
+  const __m256 mid = _mm256_sub_ps(
+      one, _mm256_div_ps(_mm256_set1_ps(2.0f), _mm256_add_ps(exp_ps(_mm256_add_ps(ax, ax)), one)));
+  __m256 result = one;
+  result = _mm256_blendv_ps(result, mid, _mm256_cmp_ps(ax, _mm256_set1_ps(9.5f), _CMP_LT_OQ));
+  result = _mm256_blendv_ps(result, small,
+                            _mm256_cmp_ps(ax, _mm256_set1_ps(kTanhPolyLimit), _CMP_LE_OQ));
+  result = _mm256_or_ps(result, sign_bits_ps(x));
+  return _mm256_blendv_ps(result, x, is_nan_ps(x));
+}
+
+// act::gelu_erf: x * 0.5 * (1 + erf(x / sqrt 2)); -0 below -1e4.
+OASR_AVX2_INLINE __m256 gelu_erf_ps(__m256 x) {
+  const __m256 e = erf_ps(_mm256_mul_ps(x, _mm256_set1_ps(0x1.6a09e6p-1f)));
+  __m256 result =
+      _mm256_mul_ps(_mm256_mul_ps(x, _mm256_set1_ps(0.5f)), _mm256_add_ps(_mm256_set1_ps(1.0f), e));
+  result = _mm256_blendv_ps(result, _mm256_set1_ps(-0.0f),
+                            _mm256_cmp_ps(x, _mm256_set1_ps(-1e4f), _CMP_LT_OQ));
+  return _mm256_blendv_ps(result, x, is_nan_ps(x));
+}
+
+// act::gelu_tanh: 0.5 x (1 + tanh(sqrt(2/pi) (x + 0.044715 x^3))); -0 below -1e4.
+OASR_AVX2_INLINE __m256 gelu_tanh_ps(__m256 x) {
+  const __m256 cube = _mm256_mul_ps(_mm256_mul_ps(x, x), x);
+  const __m256 inner =
+      _mm256_mul_ps(_mm256_set1_ps(0x1.988454p-1f),
+                    _mm256_add_ps(x, _mm256_mul_ps(_mm256_set1_ps(0x1.6e4e26p-5f), cube)));
+  __m256 result = _mm256_mul_ps(_mm256_mul_ps(_mm256_set1_ps(0.5f), x),
+                                _mm256_add_ps(_mm256_set1_ps(1.0f), tanh_ps(inner)));
+  result = _mm256_blendv_ps(result, _mm256_set1_ps(-0.0f),
+                            _mm256_cmp_ps(x, _mm256_set1_ps(-1e4f), _CMP_LT_OQ));
+  return _mm256_blendv_ps(result, x, is_nan_ps(x));
 }
 
 // act::apply on eight lanes.
@@ -117,13 +196,14 @@ OASR_AVX2_INLINE __m256 apply_ps(Activation activation, __m256 x) {
       return swish_ps(x);
     case Activation::kSigmoid:
       return sigmoid_ps(x);
-    default: {
-      alignas(32) float lanes[8];
-      _mm256_store_ps(lanes, x);
-      for (float& lane : lanes) lane = act::apply(activation, lane);
-      return _mm256_load_ps(lanes);
-    }
+    case Activation::kGeluErf:
+      return gelu_erf_ps(x);
+    case Activation::kGeluTanh:
+      return gelu_tanh_ps(x);
+    case Activation::kTanh:
+      return tanh_ps(x);
   }
+  return x;
 }
 
-}  // namespace oasr::quant::avx2
+}  // namespace oasr::avx2

@@ -1,14 +1,15 @@
-// The threads the AVX2 int8 lane splits a GEMM (or a large quantize) over: a
-// small persistent pool, since spawning threads per call would cost more
-// than a 256x256 product. No OpenMP in this project, and OpenBLAS's pool is
-// not ours to borrow.
+// The threads every CPU op splits its work over (the int8 GEMM lanes, the
+// quantizers, softmax, activations): a small persistent pool, since spawning
+// threads per call would cost more than a 256x256 product. No OpenMP in this
+// project, and OpenBLAS's pool is not ours to borrow; ops/cpu_threads.h sets
+// both to one count.
 #pragma once
 
 #include <cstdint>
 #include <functional>
 #include <memory>
 
-namespace oasr::quant::avx2 {
+namespace oasr::ops::cpu {
 
 // Runs task(0) .. task(count - 1) on the calling thread plus threads() - 1
 // workers, tasks handed out one at a time (dynamic: a loaded, shared machine
@@ -32,9 +33,11 @@ class WorkerPool {
   std::unique_ptr<State> state_;
 };
 
-// The process-wide pool (created on first use with int8_avx2_threads()
+// The process-wide pool (created on first use with ops::cpu_threads()
 // threads); callers keep the shared_ptr for the duration of a call, so
-// set_int8_avx2_threads() may replace it concurrently.
+// ops::set_cpu_threads() may replace it concurrently.
 std::shared_ptr<WorkerPool> shared_worker_pool();
+// Replaces the process-wide pool with one of `threads` threads (>= 1).
+void replace_shared_worker_pool(int threads);
 
-}  // namespace oasr::quant::avx2
+}  // namespace oasr::ops::cpu

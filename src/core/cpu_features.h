@@ -1,0 +1,35 @@
+// The one place oasr asks the CPU what it can run (cpuid, once) and decides
+// which SIMD bodies the CPU kernels dispatch to. Every vectorized CPU body
+// (activations, softmax, the int8 GEMM lanes) asks cpu_isa() rather than
+// querying the CPU itself, so one switch moves them all: OASR_CPU_ISA
+// (core/env.cc) or cap_cpu_isa() lowers the level for A/B runs and for the
+// tests that force each lower body. A cap never raises the level above what
+// the CPU reports.
+//
+// Every body of a level returns the bits of the scalar reference (the
+// numerics contract, DESIGN.md §3), so the level changes speed only.
+#pragma once
+
+namespace oasr {
+
+// Ordered: a level includes the ones below it.
+enum class CpuIsa : int {
+  kScalar = 0,  // the portable reference loops
+  kAvx2 = 1,    // AVX2 + FMA (x86-64-v3)
+};
+
+// The level this process dispatches to: the CPU's, capped by OASR_CPU_ISA
+// and by cap_cpu_isa().
+CpuIsa cpu_isa();
+// What cpuid reports, without any cap.
+CpuIsa cpu_isa_detected();
+// Lowers (or restores, with the detected level) the dispatch level for this
+// process; a level above the detected one is refused naming both.
+void cap_cpu_isa(CpuIsa level);
+inline bool cpu_has(CpuIsa level) {
+  return static_cast<int>(cpu_isa()) >= static_cast<int>(level);
+}
+
+const char* cpu_isa_name(CpuIsa level);  // "scalar", "avx2"
+
+}  // namespace oasr

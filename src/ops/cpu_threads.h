@@ -1,0 +1,26 @@
+// One thread count for every CPU op: oasr's worker pool (ops/cpu/worker_pool.h:
+// the int8 GEMM lanes, quantizers, softmax, activations) and OpenBLAS's pool
+// (the float32 GEMMs) are set together, so the two never run more threads
+// than the count between them (they take turns: an op runs on one or the
+// other). EngineConfig::threads and every CLI's --threads end here.
+#pragma once
+
+#include <cstdint>
+#include <functional>
+
+namespace oasr::ops {
+
+// threads >= 1 sets both pools; 0 restores the default (the machine's
+// hardware threads). Negative counts are refused naming the flag's range.
+void set_cpu_threads(int threads);
+// The count the pools use now.
+int cpu_threads();
+// The machine's hardware threads (the default).
+int default_cpu_threads();
+
+// Runs task(0) .. task(count - 1) on the shared worker pool (the calling
+// thread works too). Tasks must not throw; results must not depend on which
+// thread ran a task (every caller splits by rows, whose bits are fixed).
+void parallel_for(int64_t count, const std::function<void(int64_t)>& task);
+
+}  // namespace oasr::ops
