@@ -2,6 +2,7 @@
 
 #include "core/error.h"
 #include "ops/cpu/gemm.h"
+#include "ops/cpu/linear_row_dot.h"
 #include "ops/front_checks.h"
 #if OASR_WITH_CUDA
 #include "ops/cuda/gemm.h"
@@ -24,7 +25,8 @@ void check_host(const char* op, Device device) {
 
 }  // namespace
 
-Tensor linear(const Tensor& x, const Tensor& weight, const Tensor& bias) {
+Tensor linear(const Tensor& x, const Tensor& weight, const Tensor& bias,
+              LinearAlgorithm algorithm) {
   constexpr const char* kOp = "linear";
   check_defined(kOp, "x", x);
   check_defined(kOp, "weight", weight);
@@ -64,6 +66,12 @@ Tensor linear(const Tensor& x, const Tensor& weight, const Tensor& bias) {
   }
 #endif
   check_host(kOp, device);
+  if (algorithm == LinearAlgorithm::kRowDot) {
+    cpu::linear_row_dot_f32(x_c.data<float>(), weight_c.data<float>(),
+                            bias_c.defined() ? bias_c.data<float>() : nullptr, out.data<float>(),
+                            rows, out_features, in_features);
+    return out;
+  }
   cpu::linear_f32(x_c.data<float>(), weight_c.data<float>(),
                   bias_c.defined() ? bias_c.data<float>() : nullptr, out.data<float>(), rows,
                   out_features, in_features);

@@ -9,9 +9,17 @@
 
 namespace oasr::ops {
 
+// How a float32 linear runs on the CPU (CUDA runs cuBLASLt either way):
+// kBlas is OpenBLAS's GEMM (fast for many rows; it repacks the weight on
+// every call); kRowDot is a fixed-order dot product per output
+// (ops/cpu/linear_row_dot.h: for few rows against a large weight, such as
+// a decoder step, and every row's bits independent of the other rows).
+enum class LinearAlgorithm { kBlas, kRowDot };
+
 // x [..., K], weight [N, K], bias [N] or undefined -> [..., N].
 // K = 0 gives the bias (or zeros); zero rows give an empty result.
-Tensor linear(const Tensor& x, const Tensor& weight, const Tensor& bias = Tensor());
+Tensor linear(const Tensor& x, const Tensor& weight, const Tensor& bias = Tensor(),
+              LinearAlgorithm algorithm = LinearAlgorithm::kBlas);
 
 // a [..., M, K] times b [..., K, N] (or b [..., N, K] with transpose_b) ->
 // [..., M, N]. Both operands have the same rank (>= 2) and identical leading

@@ -1,0 +1,234 @@
+// The vectorized CPU op bodies against the scalar ones, bit for bit, with
+// the dispatch level forced through cap_cpu_isa (core/cpu_features.h): the
+// AVX2 softmax, activation and row-dot linear must return exactly what the
+// scalar loops return (each body follows the order its header defines), for
+// any thread count and any batch composition. Correctness of the definitions
+// themselves is checked against float64 arithmetic written here (and, for
+// softmax and linear, against PyTorch in tests/oracle/test_ops_basic.cc).
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <cstdint>
+#include <cstring>
+#include <limits>
+#include <random>
+#include <vector>
+
+#include "core/activations.h"
+#include "core/cpu_features.h"
+#include "core/float_types.h"
+#include "ops/activation.h"
+#include "ops/cpu/linear_row_dot.h"
+#include "ops/cpu/softmax.h"
+#include "ops/cpu_threads.h"
+
+namespace oasr {
+namespace {
+
+class CpuSimdOps : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    if (cpu_isa_detected() < CpuIsa::kAvx2) GTEST_SKIP() << "no AVX2+FMA on this CPU";
+  }
+  void TearDown() override {
+    cap_cpu_isa(cpu_isa_detected());
+    ops::set_cpu_threads(0);
+  }
+};
+
+bool same_bits(float a, float b) {
+  return float_bits(a) == float_bits(b);
+}
+
+std::vector<float> run_softmax(CpuIsa level, const std::vector<float>& x,
+                               const std::vector<uint8_t>* keep, int64_t rows, int64_t length) {
+  cap_cpu_isa(level);
+  std::vector<float> out(x.size(), -1.0f);
+  ops::cpu::softmax_f32(x.data(), keep == nullptr ? nullptr : keep->data(), out.data(), rows,
+                        length, 1);
+  return out;
+}
+
+TEST_F(CpuSimdOps, SoftmaxVectorEqualsScalarBits) {
+  std::mt19937 rng(3);
+  std::normal_distribution<float> normal(0.0f, 4.0f);
+  const float nan = std::numeric_limits<float>::quiet_NaN();
+  const float inf = std::numeric_limits<float>::infinity();
+  for (int64_t length : {1, 7, 8, 9, 15, 16, 17, 63, 250, 1500}) {
+    const int64_t rows = 12;
+    std::vector<float> x(rows * length);
+    for (float& v : x) v = normal(rng);
+    // Rows with special values: a NaN with a payload, -inf entries, +inf, all -inf.
+    x[1 * length + length / 2] = bits_float(0x7fc01234u);
+    x[2 * length] = -inf;
+    x[3 * length + length - 1] = inf;
+    for (int64_t l = 0; l < length; ++l) x[4 * length + l] = -inf;
+    x[5 * length] = -0.0f;
+    std::vector<uint8_t> keep(x.size());
+    for (auto& k : keep) k = rng() % 4 != 0;
+    for (int64_t l = 0; l < length; ++l) keep[6 * length + l] = 0;  // nothing kept
+    keep[7 * length + length - 1] = 1;
+    x[7 * length + length - 1] = nan;  // a kept NaN in the tail
+    for (const std::vector<uint8_t>* mask : {static_cast<const std::vector<uint8_t>*>(nullptr),
+                                             static_cast<const std::vector<uint8_t>*>(&keep)}) {
+      const auto scalar = run_softmax(CpuIsa::kScalar, x, mask, rows, length);
+      const auto vector = run_softmax(CpuIsa::kAvx2, x, mask, rows, length);
+      for (size_t i = 0; i < x.size(); ++i) {
+        ASSERT_TRUE(same_bits(scalar[i], vector[i]))
+            << "length " << length << (mask ? " masked" : "") << " row " << i / length << " col "
+            << i % length << ": scalar " << scalar[i] << " vector " << vector[i];
+      }
+    }
+  }
+}
+
+// The definition against float64: within 2 ulps of exp(x - m) / sum, where
+// x - m is the float32 difference the definition (and PyTorch) takes and
+// the rest is exact (exp_f32 is within 1 ulp; sum and quotient in double).
+TEST_F(CpuSimdOps, SoftmaxMatchesFloat64) {
+  std::mt19937 rng(5);
+  std::normal_distribution<float> normal(0.0f, 3.0f);
+  const int64_t rows = 4, length = 1500;
+  std::vector<float> x(rows * length);
+  for (float& v : x) v = normal(rng);
+  for (CpuIsa level : {CpuIsa::kScalar, CpuIsa::kAvx2}) {
+    const auto out = run_softmax(level, x, nullptr, rows, length);
+    for (int64_t r = 0; r < rows; ++r) {
+      float m = -INFINITY;
+      double s = 0;
+      for (int64_t l = 0; l < length; ++l) m = std::max(m, x[r * length + l]);
+      for (int64_t l = 0; l < length; ++l) s += std::exp(double(x[r * length + l] - m));
+      for (int64_t l = 0; l < length; ++l) {
+        const double expected = std::exp(double(x[r * length + l] - m)) / s;
+        const double ulp = std::ldexp(1.0, std::ilogb(float(expected)) - 23);
+        ASSERT_LE(std::abs(out[r * length + l] - expected), 2 * ulp) << r << "," << l;
+      }
+    }
+  }
+}
+
+TEST_F(CpuSimdOps, SoftmaxRowsDoNotDependOnThreadsOrNeighbours) {
+  std::mt19937 rng(7);
+  std::normal_distribution<float> normal(0.0f, 2.0f);
+  const int64_t rows = 64, length = 1500;
+  std::vector<float> x(rows * length);
+  for (float& v : x) v = normal(rng);
+  ops::set_cpu_threads(1);
+  const auto one = run_softmax(CpuIsa::kAvx2, x, nullptr, rows, length);
+  ops::set_cpu_threads(3);
+  const auto three = run_softmax(CpuIsa::kAvx2, x, nullptr, rows, length);
+  const std::vector<float> row(x.begin() + 17 * length, x.begin() + 18 * length);
+  const auto alone = run_softmax(CpuIsa::kAvx2, row, nullptr, 1, length);
+  for (int64_t i = 0; i < rows * length; ++i) ASSERT_TRUE(same_bits(one[i], three[i])) << i;
+  for (int64_t l = 0; l < length; ++l) ASSERT_TRUE(same_bits(alone[l], one[17 * length + l]));
+}
+
+TEST_F(CpuSimdOps, ActivationOpVectorEqualsScalarBits) {
+  std::mt19937 rng(11);
+  std::vector<float> x(100003);  // chunks over the pool plus an odd tail
+  for (float& v : x) v = bits_float(static_cast<uint32_t>(rng()));
+  for (size_t i = 0; i < 64; ++i) x[i] = std::ldexp(static_cast<float>(i) - 32.0f, -2);
+  for (Activation activation : {Activation::kRelu, Activation::kSwish, Activation::kGeluErf,
+                                Activation::kGeluTanh, Activation::kSigmoid, Activation::kTanh}) {
+    for (int64_t n : {int64_t{5}, static_cast<int64_t>(x.size())}) {
+      const Tensor in = Tensor::from_vector(std::vector<float>(x.begin(), x.begin() + n), {n});
+      cap_cpu_isa(CpuIsa::kScalar);
+      const Tensor scalar = ops::activation(in, activation);
+      cap_cpu_isa(CpuIsa::kAvx2);
+      const Tensor vector = ops::activation(in, activation);
+      for (int64_t i = 0; i < n; ++i) {
+        ASSERT_TRUE(same_bits(scalar.data<float>()[i], vector.data<float>()[i]))
+            << activation_name(activation) << "(" << x[i] << ")";
+        ASSERT_TRUE(same_bits(scalar.data<float>()[i], act::apply(activation, x[i])));
+      }
+    }
+  }
+}
+
+struct LinearCase {
+  int64_t rows, n, k;
+  std::vector<float> x, w, bias;
+};
+
+LinearCase random_linear(int64_t rows, int64_t n, int64_t k, std::mt19937& rng) {
+  std::normal_distribution<float> normal(0.0f, 1.0f);
+  LinearCase c{rows, n, k, {}, {}, {}};
+  c.x.resize(rows * k);
+  c.w.resize(n * k);
+  c.bias.resize(n);
+  for (float& v : c.x) v = normal(rng);
+  for (float& v : c.w) v = normal(rng);
+  for (float& v : c.bias) v = normal(rng);
+  return c;
+}
+
+std::vector<float> row_dot(CpuIsa level, const LinearCase& c, bool bias) {
+  cap_cpu_isa(level);
+  std::vector<float> out(c.rows * c.n);
+  ops::cpu::linear_row_dot_f32(c.x.data(), c.w.data(), bias ? c.bias.data() : nullptr, out.data(),
+                               c.rows, c.n, c.k);
+  return out;
+}
+
+TEST_F(CpuSimdOps, RowDotLinearVectorEqualsScalarBits) {
+  std::mt19937 rng(13);
+  for (auto [rows, n, k] : {std::tuple<int64_t, int64_t, int64_t>{1, 1, 1},
+                            {1, 3, 7},
+                            {2, 5, 8},
+                            {3, 257, 9},
+                            {4, 64, 384},
+                            {5, 300, 1536},
+                            {9, 513, 383}}) {
+    const LinearCase c = random_linear(rows, n, k, rng);
+    for (bool bias : {false, true}) {
+      const auto scalar = row_dot(CpuIsa::kScalar, c, bias);
+      const auto vector = row_dot(CpuIsa::kAvx2, c, bias);
+      for (size_t i = 0; i < scalar.size(); ++i) {
+        ASSERT_TRUE(same_bits(scalar[i], vector[i]))
+            << rows << "x" << n << "x" << k << " output " << i << ": " << scalar[i] << " vs "
+            << vector[i];
+      }
+      // The definition is a float32 dot product: within a few ulps of float64
+      // relative to the sum of |products|.
+      for (int64_t r = 0; r < rows; ++r) {
+        for (int64_t j = 0; j < n; ++j) {
+          double exact = bias ? c.bias[j] : 0.0, magnitude = std::abs(exact);
+          for (int64_t i = 0; i < k; ++i) {
+            exact += double(c.x[r * k + i]) * c.w[j * k + i];
+            magnitude += std::abs(double(c.x[r * k + i]) * c.w[j * k + i]);
+          }
+          ASSERT_NEAR(vector[r * n + j], exact, 1e-6 * magnitude + 1e-30);
+        }
+      }
+    }
+  }
+}
+
+TEST_F(CpuSimdOps, RowDotLinearRowsAreIndependentOfTheBatch) {
+  std::mt19937 rng(17);
+  const LinearCase batch = random_linear(7, 1000, 384, rng);
+  ops::set_cpu_threads(2);
+  const auto together = row_dot(CpuIsa::kAvx2, batch, true);
+  ops::set_cpu_threads(1);
+  for (int64_t r = 0; r < batch.rows; ++r) {
+    LinearCase one = batch;
+    one.rows = 1;
+    one.x.assign(batch.x.begin() + r * batch.k, batch.x.begin() + (r + 1) * batch.k);
+    const auto alone = row_dot(CpuIsa::kAvx2, one, true);
+    for (int64_t j = 0; j < batch.n; ++j) {
+      ASSERT_TRUE(same_bits(alone[j], together[r * batch.n + j])) << "row " << r << " col " << j;
+    }
+  }
+}
+
+TEST_F(CpuSimdOps, DispatchCapIsRefusedAboveTheCpu) {
+  cap_cpu_isa(CpuIsa::kScalar);
+  EXPECT_EQ(cpu_isa(), CpuIsa::kScalar);
+  EXPECT_FALSE(cpu_has(CpuIsa::kAvx2));
+  cap_cpu_isa(cpu_isa_detected());
+  EXPECT_EQ(cpu_isa(), cpu_isa_detected());
+  EXPECT_STREQ(cpu_isa_name(CpuIsa::kAvx2), "avx2");
+}
+
+}  // namespace
+}  // namespace oasr
