@@ -21,6 +21,15 @@ void WhisperModelStep::reorder(std::span<const int64_t> source_rows) {
   cache_.reorder_rows(source_rows);
 }
 
+bool WhisperModelStep::retain(std::span<const int64_t> rows) {
+  cache_.retain_rows(rows);
+  std::vector<int64_t> kept;
+  kept.reserve(rows.size());
+  for (const int64_t r : rows) kept.push_back(cross_rows_[static_cast<size_t>(r)]);
+  cross_rows_ = std::move(kept);
+  return true;
+}
+
 std::vector<int64_t> whisper_cross_rows(int64_t batch, int64_t beams) {
   OASR_CHECK(batch >= 1 && beams >= 1, kInvalidArgument, "whisper_cross_rows: batch ", batch,
              " and beams ", beams, " must be >= 1");

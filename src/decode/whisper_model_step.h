@@ -23,6 +23,10 @@ class WhisperModelStep final : public WhisperDecoderStep {
 
   Tensor step(const Tensor& tokens) override;  // logits of the last position, [R, V]
   void reorder(std::span<const int64_t> source_rows) override;
+  // Every row of a decode step is computed on its own (the decoder's
+  // row-dot linears, per-row attention and norms), so dropping finished
+  // rows leaves the others' bits unchanged.
+  bool retain(std::span<const int64_t> rows) override;
 
   const models::KvCache& cache() const { return cache_; }
 

@@ -194,39 +194,56 @@ std::vector<WhisperHypothesis> whisper_greedy_search(WhisperDecoderStep& step, i
   const auto prompt_len = static_cast<int64_t>(options.prompt.size());
   std::vector<WhisperHypothesis> out(static_cast<size_t>(batch));
   std::vector<bool> unfinished(static_cast<size_t>(batch), true);
+  // active[i]: the utterance of the step's row i. Finished rows leave the
+  // step when it can drop them (WhisperDecoderStep::retain); otherwise they
+  // stay and are fed the pad token.
+  std::vector<int64_t> active(static_cast<size_t>(batch));
+  for (int64_t b = 0; b < batch; ++b) active[static_cast<size_t>(b)] = b;
   Tensor tokens = token_rows(std::vector<std::vector<int64_t>>(batch, options.prompt));
   std::vector<float> processed;
   for (int64_t cur_len = prompt_len;;) {
     const Tensor logits = run_step(step, tokens);
     const int64_t vocab = logits.size(1);
     const Tensor log_probs = ops::log_softmax(logits).contiguous();
-    std::vector<int64_t> next(static_cast<size_t>(batch));
-    for (int64_t b = 0; b < batch; ++b) {
+    const auto rows = static_cast<int64_t>(active.size());
+    std::vector<int64_t> next(static_cast<size_t>(rows));
+    for (int64_t i = 0; i < rows; ++i) {
+      const int64_t b = active[static_cast<size_t>(i)];
       if (!unfinished[b]) {
-        next[b] = options.pad_token_id;  // HF feeds finished rows the pad token
+        next[i] = options.pad_token_id;  // HF feeds finished rows the pad token
         continue;
       }
-      const float* row = logits.data<float>() + b * vocab;
+      const float* row = logits.data<float>() + i * vocab;
       processed.assign(row, row + vocab);
       suppress(processed, options, cur_len == prompt_len);
-      next[b] = torch_argmax(processed);
-      out[b].score += log_probs.data<float>()[b * vocab + next[b]];
+      next[i] = torch_argmax(processed);
+      out[b].score += log_probs.data<float>()[i * vocab + next[i]];
     }
     ++cur_len;
-    bool any_running = false;
-    for (int64_t b = 0; b < batch; ++b) {
+    std::vector<int64_t> still_running;  // row indices of the step
+    for (int64_t i = 0; i < rows; ++i) {
+      const int64_t b = active[static_cast<size_t>(i)];
       if (!unfinished[b]) continue;
-      if (next[b] == options.eos_token_id) {
+      if (next[i] == options.eos_token_id) {
         out[b].reached_eos = true;
         unfinished[b] = false;
       } else {
-        out[b].tokens.push_back(next[b]);
+        out[b].tokens.push_back(next[i]);
         if (cur_len >= options.max_length) unfinished[b] = false;
       }
-      any_running = any_running || unfinished[b];
+      if (unfinished[b]) still_running.push_back(i);
     }
-    if (!any_running) break;
-    tokens = Tensor::from_vector(next, {batch, 1});
+    if (still_running.empty()) break;
+    if (static_cast<int64_t>(still_running.size()) < rows && step.retain(still_running)) {
+      std::vector<int64_t> kept_active, kept_next;
+      for (const int64_t i : still_running) {
+        kept_active.push_back(active[static_cast<size_t>(i)]);
+        kept_next.push_back(next[static_cast<size_t>(i)]);
+      }
+      active = std::move(kept_active);
+      next = std::move(kept_next);
+    }
+    tokens = Tensor::from_vector(next, {static_cast<int64_t>(next.size()), 1});
   }
   return out;
 }

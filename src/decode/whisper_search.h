@@ -52,6 +52,16 @@ class WhisperDecoderStep {
   virtual Tensor step(const Tensor& tokens) = 0;
   // Row r continues the sequence of row source_rows[r] (R entries).
   virtual void reorder(std::span<const int64_t> source_rows) = 0;
+  // Greedy search drops finished rows: afterwards the step holds only
+  // rows[0..n) (ascending indices of the current rows), in that order, and
+  // later steps take and return n rows. A step whose rows are computed
+  // independently of one another can do this exactly; one that cannot
+  // returns false and keeps every row (finished rows are then fed the pad
+  // token, as Hugging Face's generate() does).
+  virtual bool retain(std::span<const int64_t> rows) {
+    (void)rows;
+    return false;
+  }
 };
 
 // GenerationConfig.early_stopping of BeamSearchScorer: false (the default,

@@ -1,6 +1,7 @@
 #include "engine/whisper_recognizer.h"
 
 #include <algorithm>
+#include <chrono>
 
 #include "core/error.h"
 #include "core/logging.h"
@@ -98,14 +99,24 @@ std::vector<decode::WhisperHypothesis> WhisperRecognizer::decode_windows(
     std::span<const Window> windows, const WhisperDecodeOptions& options) const {
   const auto batch = static_cast<int64_t>(windows.size());
   const int64_t mels = source_.config.num_mel_bins;
+  using Clock = std::chrono::steady_clock;
+  const auto start = Clock::now();
   Tensor mel = Tensor::empty({batch, mels, audio::WhisperLogMel::kFrames}, DType::kF32);
   for (int64_t b = 0; b < batch; ++b) mel.select(0, b).copy_(log_mel(windows[b].samples));
   const Tensor encoded = model_->encode(mel);
+  const auto encoded_at = Clock::now();
   const models::WhisperModel::CrossKv cross = model_->cross_kv(encoded);
   const decode::WhisperSearchOptions search = search_options(options);
   decode::WhisperModelStep step(*model_, cross, decode::whisper_cross_rows(batch, search.num_beams),
                                 search.max_length);
-  return decode::whisper_search(step, batch, search);
+  auto hypotheses = decode::whisper_search(step, batch, search);
+  // Where a window's time goes (OASR_LOG_LEVEL=debug), for profiling runs.
+  const auto ms = [](auto from, auto to) {
+    return std::chrono::duration<double, std::milli>(to - from).count();
+  };
+  log::debug("whisper: {} window(s): log-mel + encoder {:.1f} ms, cross K/V + search {:.1f} ms",
+             batch, ms(start, encoded_at), ms(encoded_at, Clock::now()));
+  return hypotheses;
 }
 
 std::vector<WhisperTranscript> WhisperRecognizer::transcribe(

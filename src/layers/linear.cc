@@ -52,7 +52,7 @@ GemmInput Linear::chain_forward(const GemmInput& x) const {
 }
 
 Tensor Linear::full_precision_forward(const Tensor& x) const {
-  return ops::linear(x, weight_matrix(), has_bias_ ? param("bias") : Tensor());
+  return ops::linear(x, weight_matrix(), has_bias_ ? param("bias") : Tensor(), cpu_algorithm_);
 }
 
 LinearActivation::LinearActivation(int64_t in_features, int64_t out_features, Activation activation,

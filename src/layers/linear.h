@@ -7,6 +7,7 @@
 #include "core/activations.h"
 #include "layers/module.h"
 #include "layers/quantizable.h"
+#include "ops/gemm.h"
 
 namespace oasr::layers {
 
@@ -25,6 +26,11 @@ class Linear : public Module, public QuantizableLayer {
   int64_t in_features() const { return in_features_; }
   int64_t out_features() const { return out_features_; }
   bool has_bias() const { return has_bias_; }
+  // The CPU float32 algorithm (ops/gemm.h); a model picks kRowDot for layers
+  // that only ever see a few rows (decoder steps). Quantized layers run
+  // their 8-bit lane whatever this says.
+  void set_cpu_algorithm(ops::LinearAlgorithm algorithm) { cpu_algorithm_ = algorithm; }
+  ops::LinearAlgorithm cpu_algorithm() const { return cpu_algorithm_; }
 
   quant::GemmGeometry quant_geometry() const override;
   Module& quant_module() override { return *this; }
@@ -45,6 +51,7 @@ class Linear : public Module, public QuantizableLayer {
   int64_t in_features_;
   int64_t out_features_;
   bool has_bias_;
+  ops::LinearAlgorithm cpu_algorithm_ = ops::LinearAlgorithm::kBlas;
 };
 
 // act(x W^T + b): the activation belongs to the layer so an 8-bit GEMM can

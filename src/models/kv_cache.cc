@@ -157,4 +157,38 @@ void KvCache::reorder_rows(std::span<const int64_t> source_rows) {
   }
 }
 
+void KvCache::retain_rows(std::span<const int64_t> rows) {
+  const int64_t old_rows = layout_.rows;
+  const auto kept = static_cast<int64_t>(rows.size());
+  OASR_CHECK(kept >= 1 && kept <= old_rows, kInvalidArgument, "KV cache retain_rows: ", kept,
+             " rows asked to be kept of ", old_rows, " (keep 1..", old_rows, ")");
+  for (int64_t i = 0; i < kept; ++i) {
+    OASR_CHECK(rows[i] >= 0 && rows[i] < old_rows && (i == 0 || rows[i] > rows[i - 1]),
+               kInvalidArgument, "KV cache retain_rows: rows must be strictly ascending rows of ",
+               "the cache (0..", old_rows - 1, "); rows[", i, "] = ", rows[i]);
+  }
+  OASR_CHECK(std::all_of(layer_tokens_.begin(), layer_tokens_.end(),
+                         [&](int64_t t) { return t == length_; }),
+             kInvalidArgument,
+             "KV cache retain_rows: the current step has uncommitted tokens; commit() or "
+             "rollback() first");
+  if (kept == old_rows) return;
+  // The layer stride shrinks with the row count, so every kept row moves to
+  // (layer, i) of the new layout; destinations never pass their sources
+  // (l * kept + i <= l * old_rows + rows[i]), so a forward pass of memmoves
+  // reads each source before anything overwrites it.
+  const size_t run = static_cast<size_t>(length_ * token_elements()) * sizeof(float);
+  for (Tensor* store : {&keys_, &values_}) {
+    float* data = store->data<float>();
+    for (int64_t l = 0; l < layout_.layers; ++l) {
+      for (int64_t i = 0; i < kept; ++i) {
+        const float* source = data + (l * old_rows + rows[i]) * row_elements();
+        float* destination = data + (l * kept + i) * row_elements();
+        if (run > 0 && source != destination) std::memmove(destination, source, run);
+      }
+    }
+  }
+  layout_.rows = kept;
+}
+
 }  // namespace oasr::models

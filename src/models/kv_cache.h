@@ -86,6 +86,11 @@ class KvCache {
   // uncommitted tokens.
   void reorder_rows(std::span<const int64_t> source_rows);
 
+  // Keeps only `rows` (strictly ascending indices of current rows, at least
+  // one): row i becomes what row rows[i] was, and rows() becomes rows.size().
+  // The storage stays reserved. Refused with uncommitted tokens.
+  void retain_rows(std::span<const int64_t> rows);
+
  private:
   int64_t token_elements() const { return layout_.heads * layout_.head_dim; }
   int64_t row_elements() const { return layout_.capacity_tokens * token_elements(); }

@@ -58,11 +58,31 @@ Tensor merge_heads(const Tensor& x) {
 }
 
 // softmax(q k^T) v for q [B, H, Tq, d], k / v [B, H, Tk, d]; `mask` (uint8,
-// broadcastable to the scores) or undefined.
+// broadcastable to the scores) or undefined. Large score matrices (the
+// encoder's 1500 x 1500 per head) are made one (batch, head) slice at a
+// time: the batched form would hold B * H * Tq * Tk floats at once (54 MB
+// per utterance, 432 MB at batch 8), far beyond the caches, while one slice
+// (9 MB) stays in L3 between its three passes. Every slice's products and
+// softmax are the ones the batched ops compute for it (ops::matmul runs
+// one GEMM per batch entry; softmax is per row), so the bits are the same.
 Tensor attend(const Tensor& q, const Tensor& k, const Tensor& v, const Tensor& mask) {
-  const Tensor scores = ops::matmul(q, k, /*transpose_b=*/true);
-  const Tensor probs = mask.defined() ? ops::masked_softmax(scores, mask) : ops::softmax(scores);
-  return ops::matmul(probs, v);
+  constexpr int64_t kSliceScores = 1 << 16;
+  const int64_t slices = q.size(0) * q.size(1);
+  const int64_t tq = q.size(2), tk = k.size(2), d = q.size(3);
+  if (mask.defined() || slices == 1 || tq * tk < kSliceScores) {
+    const Tensor scores = ops::matmul(q, k, /*transpose_b=*/true);
+    const Tensor probs = mask.defined() ? ops::masked_softmax(scores, mask) : ops::softmax(scores);
+    return ops::matmul(probs, v);
+  }
+  const Tensor qs = q.contiguous().view({slices, tq, d});
+  const Tensor ks = k.contiguous().view({slices, tk, d});
+  const Tensor vs = v.contiguous().view({slices, tk, v.size(3)});
+  Tensor out = Tensor::empty({slices, tq, v.size(3)}, DType::kF32);
+  for (int64_t i = 0; i < slices; ++i) {
+    const Tensor scores = ops::matmul(qs.narrow(0, i, 1), ks.narrow(0, i, 1), /*transpose_b=*/true);
+    out.narrow(0, i, 1).copy_(ops::matmul(ops::softmax(scores), vs.narrow(0, i, 1)));
+  }
+  return out.view({q.size(0), q.size(1), tq, v.size(3)});
 }
 
 void check_tokens_input(const Tensor& x, int64_t dim, const std::string& where) {
@@ -84,6 +104,15 @@ WhisperAttention::WhisperAttention(int64_t dim, int64_t heads)
   v_proj_ = register_module("v_proj", std::make_shared<layers::Linear>(dim, dim));
   q_proj_ = register_module("q_proj", std::make_shared<layers::Linear>(dim, dim));
   out_proj_ = register_module("out_proj", std::make_shared<layers::Linear>(dim, dim));
+}
+
+void WhisperAttention::use_row_dot_projections(bool memory_too) {
+  q_proj_->set_cpu_algorithm(ops::LinearAlgorithm::kRowDot);
+  out_proj_->set_cpu_algorithm(ops::LinearAlgorithm::kRowDot);
+  if (memory_too) {
+    k_proj_->set_cpu_algorithm(ops::LinearAlgorithm::kRowDot);
+    v_proj_->set_cpu_algorithm(ops::LinearAlgorithm::kRowDot);
+  }
 }
 
 Tensor WhisperAttention::scaled_query(const Tensor& x) const {
@@ -203,6 +232,12 @@ WhisperDecoderLayer::WhisperDecoderLayer(int64_t dim, int64_t heads, int64_t ffn
       "fc1", std::make_shared<layers::LinearActivation>(dim, ffn_dim, Activation::kGeluErf));
   fc2_ = register_module("fc2", std::make_shared<layers::Linear>(ffn_dim, dim));
   final_layer_norm_ = register_module("final_layer_norm", std::make_shared<layers::LayerNorm>(dim));
+  // A decoder step has a few rows (beams x utterances x new tokens): the
+  // row-dot linear reads each weight once and keeps rows independent.
+  self_attn_->use_row_dot_projections(/*memory_too=*/true);
+  encoder_attn_->use_row_dot_projections(/*memory_too=*/false);
+  fc1_->set_cpu_algorithm(ops::LinearAlgorithm::kRowDot);
+  fc2_->set_cpu_algorithm(ops::LinearAlgorithm::kRowDot);
 }
 
 Tensor WhisperDecoderLayer::forward(const Tensor& x, KvCache& cache, int64_t layer,

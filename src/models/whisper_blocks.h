@@ -46,6 +46,12 @@ class WhisperAttention : public Module {
   Tensor forward_cross(const Tensor& x, const Tensor& keys, const Tensor& values,
                        std::span<const int64_t> cross_rows) const;
 
+  // Decoder attention: the projections that see only a step's new tokens
+  // run the CPU row-dot linear (ops/gemm.h), so a step's bits do not depend
+  // on how many beams or utterances share it; `memory_too` adds k/v (self-
+  // attention), which cross-attention leaves on BLAS for its 1500 frames.
+  void use_row_dot_projections(bool memory_too);
+
  private:
   Tensor scaled_query(const Tensor& x) const;  // q_proj(x) * head_dim^-0.5, [B, T, D]
 

@@ -93,6 +93,9 @@ WhisperModel::WhisperModel(const WhisperConfig& config)
   decoder_ = model->register_module("decoder", std::make_shared<WhisperDecoder>(config));
   proj_out_ = register_module(
       "proj_out", std::make_shared<layers::Linear>(config.d_model, config.vocab_size, false));
+  // The head sees decoder steps only; OpenBLAS would repack its 51864 x 384
+  // weight (80 MB in float32) on every step.
+  proj_out_->set_cpu_algorithm(ops::LinearAlgorithm::kRowDot);
   // Tied to embed_tokens: save_pretrained leaves it out of model.safetensors.
   proj_out_->redeclare_parameter("weight", {config.vocab_size, config.d_model}, DType::kF32,
                                  DTypePolicy::kFloating, /*required=*/false);

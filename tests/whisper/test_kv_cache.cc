@@ -168,6 +168,30 @@ TEST(WhisperKvCache, ReorderRowsCopiesSourceRows) {
   expect_contents(cache, {0, 0, 2});
 }
 
+TEST(WhisperKvCache, RetainRowsKeepsTheChosenRowsInOrder) {
+  KvCache cache(small_layout());
+  append_step(cache, 2);
+  cache.retain_rows(std::vector<int64_t>{0, 2});  // row 1 finished
+  EXPECT_EQ(cache.rows(), 2);
+  EXPECT_EQ(cache.length(), 2);
+  expect_contents(cache, {0, 2});
+  // Appending continues both kept rows at position 2 (tagged as rows 0, 2).
+  const KvCache::Layout l = cache.layout();
+  const std::vector<int64_t> ids = {0, 2};
+  for (int64_t layer = 0; layer < l.layers; ++layer) {
+    cache.append(layer, tagged(0, l, layer, 2, 1, ids), tagged(1, l, layer, 2, 1, ids));
+  }
+  cache.commit();
+  expect_contents(cache, {0, 2});
+  cache.retain_rows(std::vector<int64_t>{1});
+  expect_contents(cache, {2});
+  expect_error([&] { cache.retain_rows(std::vector<int64_t>{}); }, "0 rows asked to be kept");
+  KvCache other(small_layout());
+  append_step(other, 1);
+  expect_error([&] { other.retain_rows(std::vector<int64_t>{2, 1}); }, "strictly ascending");
+  expect_error([&] { other.retain_rows(std::vector<int64_t>{0, 3}); }, "strictly ascending");
+}
+
 TEST(WhisperKvCache, RefusesBadRequests) {
   KvCache::Layout fp8 = small_layout();
   fp8.dtype = DType::kF8E4M3;
