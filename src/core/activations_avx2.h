@@ -19,8 +19,8 @@
 
 #include "core/activations.h"
 
-#define OASR_AVX2_TARGET __attribute__((target("avx2,fma")))
-#define OASR_AVX2_INLINE __attribute__((target("avx2,fma"), always_inline)) inline
+#define OASR_AVX2_TARGET __attribute__((target("avx2,fma,f16c")))
+#define OASR_AVX2_INLINE __attribute__((target("avx2,fma,f16c"), always_inline)) inline
 
 namespace oasr::avx2 {
 

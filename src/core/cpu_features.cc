@@ -12,7 +12,10 @@ namespace {
 CpuIsa detect() {
 #if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))
   __builtin_cpu_init();
-  if (__builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma")) return CpuIsa::kAvx2;
+  if (__builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma") &&
+      __builtin_cpu_supports("f16c")) {
+    return CpuIsa::kAvx2;
+  }
 #endif
   return CpuIsa::kScalar;
 }
@@ -22,7 +25,7 @@ CpuIsa from_env(CpuIsa detected) {
   if (choice == "scalar") return CpuIsa::kScalar;
   if (choice == "avx2") {
     OASR_CHECK(detected >= CpuIsa::kAvx2, kUnsupported, "OASR_CPU_ISA=avx2, but this CPU reports ",
-               cpu_isa_name(detected), " (no AVX2+FMA); unset OASR_CPU_ISA or use scalar");
+               cpu_isa_name(detected), " (no AVX2+FMA+F16C); unset OASR_CPU_ISA or use scalar");
     return CpuIsa::kAvx2;
   }
   return detected;

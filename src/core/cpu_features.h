@@ -15,7 +15,7 @@ namespace oasr {
 // Ordered: a level includes the ones below it.
 enum class CpuIsa : int {
   kScalar = 0,  // the portable reference loops
-  kAvx2 = 1,    // AVX2 + FMA (x86-64-v3)
+  kAvx2 = 1,    // AVX2 + FMA + F16C (x86-64-v3)
 };
 
 // The level this process dispatches to: the CPU's, capped by OASR_CPU_ISA

@@ -52,7 +52,24 @@ GemmInput Linear::chain_forward(const GemmInput& x) const {
 }
 
 Tensor Linear::full_precision_forward(const Tensor& x) const {
-  return ops::linear(x, weight_matrix(), has_bias_ ? param("bias") : Tensor(), cpu_algorithm_);
+  const Tensor bias = has_bias_ ? param("bias") : Tensor();
+  if (cpu_algorithm_ == ops::LinearAlgorithm::kRowDot && x.device().is_cpu() &&
+      x.dtype() == DType::kF32) {
+    return ops::linear_row_dot(x, row_dot_weight(), bias);
+  }
+  return ops::linear(x, weight_matrix(), bias, cpu_algorithm_);
+}
+
+Tensor Linear::row_dot_weight() const {
+  const Tensor weight = weight_matrix();
+  std::lock_guard<std::mutex> lock(row_dot_mutex_);
+  if (!row_dot_weight_.defined() || !row_dot_source_.defined() ||
+      row_dot_source_.raw_data() != weight.raw_data() ||
+      row_dot_source_.shape() != weight.shape()) {
+    row_dot_weight_ = ops::prepare_row_dot_weight(weight);
+    row_dot_source_ = weight;
+  }
+  return row_dot_weight_;
 }
 
 LinearActivation::LinearActivation(int64_t in_features, int64_t out_features, Activation activation,

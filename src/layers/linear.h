@@ -4,6 +4,8 @@
 // these and never a GEMM op directly.
 #pragma once
 
+#include <mutex>
+
 #include "core/activations.h"
 #include "layers/module.h"
 #include "layers/quantizable.h"
@@ -52,6 +54,15 @@ class Linear : public Module, public QuantizableLayer {
   int64_t out_features_;
   bool has_bias_;
   ops::LinearAlgorithm cpu_algorithm_ = ops::LinearAlgorithm::kBlas;
+  // kRowDot's prepared weight (ops::prepare_row_dot_weight), made on first
+  // use and remade when the weight parameter is replaced (set_param, a
+  // reload); the source tensor is kept so its address cannot be reused by
+  // a new weight. Writing into the weight's storage in place after the
+  // first forward is not seen: replace the parameter instead.
+  Tensor row_dot_weight() const;
+  mutable std::mutex row_dot_mutex_;
+  mutable Tensor row_dot_weight_;
+  mutable Tensor row_dot_source_;
 };
 
 // act(x W^T + b): the activation belongs to the layer so an 8-bit GEMM can

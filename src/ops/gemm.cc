@@ -1,6 +1,7 @@
 #include "ops/gemm.h"
 
 #include "core/error.h"
+#include "core/float_types.h"
 #include "ops/cpu/gemm.h"
 #include "ops/cpu/linear_row_dot.h"
 #include "ops/front_checks.h"
@@ -75,6 +76,64 @@ Tensor linear(const Tensor& x, const Tensor& weight, const Tensor& bias,
   cpu::linear_f32(x_c.data<float>(), weight_c.data<float>(),
                   bias_c.defined() ? bias_c.data<float>() : nullptr, out.data<float>(), rows,
                   out_features, in_features);
+  return out;
+}
+
+Tensor prepare_row_dot_weight(const Tensor& weight) {
+  constexpr const char* kOp = "prepare_row_dot_weight";
+  check_defined(kOp, "weight", weight);
+  detail::check_rank(kOp, "weight", weight, 2);
+  OASR_CHECK(weight.device().is_cpu() && weight.dtype() == DType::kF32, kInvalidArgument, kOp,
+             ": the row-dot linear runs on CPU float32 weights, got ", weight.str());
+  const Tensor w = weight.contiguous();
+  const float* values = w.data<float>();
+  for (int64_t i = 0; i < w.numel(); ++i) {
+    if (float_bits(f16_bits_to_f32(f32_to_f16_bits(values[i]))) != float_bits(values[i])) {
+      return w;
+    }
+  }
+  Tensor half = Tensor::empty(w.shape(), DType::kF16);
+  auto* bits = static_cast<uint16_t*>(half.raw_data());
+  for (int64_t i = 0; i < w.numel(); ++i) bits[i] = f32_to_f16_bits(values[i]);
+  return half;
+}
+
+Tensor linear_row_dot(const Tensor& x, const Tensor& prepared_weight, const Tensor& bias) {
+  constexpr const char* kOp = "linear_row_dot";
+  check_defined(kOp, "x", x);
+  check_defined(kOp, "weight", prepared_weight);
+  detail::check_rank(kOp, "weight", prepared_weight, 2);
+  OASR_CHECK(x.device().is_cpu() && x.dtype() == DType::kF32 && prepared_weight.device().is_cpu() &&
+                 (prepared_weight.dtype() == DType::kF32 || prepared_weight.dtype() == DType::kF16),
+             kInvalidArgument, kOp,
+             ": x must be CPU float32 and the weight CPU float32/float16, got ", x.str(), " and ",
+             prepared_weight.str());
+  const int64_t out_features = prepared_weight.size(0);
+  const int64_t in_features = prepared_weight.size(1);
+  OASR_CHECK(x.dim() >= 1 && x.size(-1) == in_features, kInvalidArgument, kOp, ": x ",
+             shape_str(x.shape()), " does not end in the weight's ", in_features,
+             " input features");
+  if (bias.defined()) {
+    OASR_CHECK(bias.device().is_cpu() && bias.dtype() == DType::kF32 && bias.dim() == 1 &&
+                   bias.size(0) == out_features,
+               kInvalidArgument, kOp, ": bias must be CPU float32 [", out_features, "], got ",
+               bias.str());
+  }
+  Shape out_shape = x.shape();
+  out_shape.back() = out_features;
+  Tensor out = Tensor::empty(out_shape, DType::kF32);
+  const int64_t rows = detail::span_numel(x.shape(), 0, x.dim() - 1);
+  const Tensor x_c = x.contiguous();
+  const Tensor w_c = prepared_weight.contiguous();
+  const Tensor bias_c = bias.defined() ? bias.contiguous() : Tensor();
+  const float* bias_data = bias_c.defined() ? bias_c.data<float>() : nullptr;
+  if (w_c.dtype() == DType::kF16) {
+    cpu::linear_row_dot_f16w(x_c.data<float>(), static_cast<const uint16_t*>(w_c.raw_data()),
+                             bias_data, out.data<float>(), rows, out_features, in_features);
+  } else {
+    cpu::linear_row_dot_f32(x_c.data<float>(), w_c.data<float>(), bias_data, out.data<float>(),
+                            rows, out_features, in_features);
+  }
   return out;
 }
 

@@ -21,6 +21,17 @@ enum class LinearAlgorithm { kBlas, kRowDot };
 Tensor linear(const Tensor& x, const Tensor& weight, const Tensor& bias = Tensor(),
               LinearAlgorithm algorithm = LinearAlgorithm::kBlas);
 
+// The weight kRowDot reads, prepared once (a layer keeps it): a float16 copy
+// when every value of the float32 [N, K] weight is exactly a float16 (then
+// the products are the same and a decode step reads half the bytes), else
+// the weight itself. CPU float32 weights only.
+Tensor prepare_row_dot_weight(const Tensor& weight);
+
+// linear(x, weight, bias, kRowDot) on the CPU with a weight from
+// prepare_row_dot_weight (float32 or float16; x and bias float32).
+Tensor linear_row_dot(const Tensor& x, const Tensor& prepared_weight,
+                      const Tensor& bias = Tensor());
+
 // a [..., M, K] times b [..., K, N] (or b [..., N, K] with transpose_b) ->
 // [..., M, N]. Both operands have the same rank (>= 2) and identical leading
 // (batch) dimensions; nothing is broadcast.

@@ -19,6 +19,7 @@
 #include "core/float_types.h"
 #include "ops/activation.h"
 #include "ops/cpu/linear_row_dot.h"
+#include "ops/gemm.h"
 #include "ops/cpu/softmax.h"
 #include "ops/cpu_threads.h"
 
@@ -219,6 +220,37 @@ TEST_F(CpuSimdOps, RowDotLinearRowsAreIndependentOfTheBatch) {
       ASSERT_TRUE(same_bits(alone[j], together[r * batch.n + j])) << "row " << r << " col " << j;
     }
   }
+}
+
+// A float16-stored weight gives the bits of the float32 weight with the same
+// values (each weight widens exactly before its fma), on both bodies;
+// prepare_row_dot_weight takes float16 only when every value is exact.
+TEST_F(CpuSimdOps, RowDotLinearFloat16WeightsGiveTheFloat32Bits) {
+  std::mt19937 rng(19);
+  for (auto [rows, n, k] : {std::tuple<int64_t, int64_t, int64_t>{1, 3, 7},
+                            {3, 257, 9},
+                            {5, 300, 384},
+                            {2, 33, 1539}}) {
+    LinearCase c = random_linear(rows, n, k, rng);
+    for (float& v : c.w) v = f16_bits_to_f32(f32_to_f16_bits(v));  // representable
+    const Tensor w = Tensor::from_vector(c.w, {n, k});
+    const Tensor prepared = ops::prepare_row_dot_weight(w);
+    ASSERT_EQ(prepared.dtype(), DType::kF16);
+    const Tensor x = Tensor::from_vector(c.x, {rows, k});
+    const Tensor bias = Tensor::from_vector(c.bias, {n});
+    for (CpuIsa level : {CpuIsa::kScalar, CpuIsa::kAvx2}) {
+      const auto reference = row_dot(level, c, true);
+      const Tensor half = ops::linear_row_dot(x, prepared, bias);
+      const Tensor full = ops::linear_row_dot(x, w, bias);
+      for (int64_t i = 0; i < rows * n; ++i) {
+        ASSERT_TRUE(same_bits(half.data<float>()[i], reference[i])) << i;
+        ASSERT_TRUE(same_bits(full.data<float>()[i], reference[i])) << i;
+      }
+    }
+  }
+  std::vector<float> inexact = {1.0f, 0.1f};  // 0.1 is no float16
+  EXPECT_EQ(ops::prepare_row_dot_weight(Tensor::from_vector(inexact, {1, 2})).dtype(),
+            DType::kF32);
 }
 
 TEST_F(CpuSimdOps, DispatchCapIsRefusedAboveTheCpu) {

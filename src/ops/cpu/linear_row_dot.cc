@@ -4,6 +4,7 @@
 #include <cmath>
 
 #include "core/cpu_features.h"
+#include "core/float_types.h"
 #include "ops/cpu_threads.h"
 #if defined(__x86_64__)
 #include <immintrin.h>
@@ -22,17 +23,25 @@ float reduce_partials(const float s[kLanes]) {
   return ((s[0] + s[4]) + (s[2] + s[6])) + ((s[1] + s[5]) + (s[3] + s[7]));
 }
 
-void columns_scalar(const float* x, const float* weight, const float* bias, float* out,
-                    int64_t rows, int64_t n_begin, int64_t n_end, int64_t n_total, int64_t k) {
+inline float widen(float w) {
+  return w;
+}
+inline float widen(uint16_t half_bits) {
+  return f16_bits_to_f32(half_bits);
+}
+
+template <typename W>
+void columns_scalar(const float* x, const W* weight, const float* bias, float* out, int64_t rows,
+                    int64_t n_begin, int64_t n_end, int64_t n_total, int64_t k) {
   const int64_t padded = (k + kLanes - 1) / kLanes * kLanes;
   for (int64_t r = 0; r < rows; ++r) {
     const float* xr = x + r * k;
     for (int64_t n = n_begin; n < n_end; ++n) {
-      const float* wn = weight + n * k;
+      const W* wn = weight + n * k;
       float s[kLanes] = {};
       for (int64_t i = 0; i < padded; ++i) {
         const float xv = i < k ? xr[i] : 0.0f;
-        const float wv = i < k ? wn[i] : 0.0f;
+        const float wv = i < k ? widen(wn[i]) : 0.0f;
         s[i % kLanes] = std::fma(xv, wv, s[i % kLanes]);
       }
       const float dot = reduce_partials(s);
@@ -49,6 +58,25 @@ OASR_AVX2_INLINE float reduce8(__m256 v) {
   return _mm_cvtss_f32(_mm_add_ss(pairs, _mm_movehdup_ps(pairs)));
 }
 
+// Eight weights, widened to float32 (exactly, for float16).
+OASR_AVX2_INLINE __m256 load_weights(const float* w) {
+  return _mm256_loadu_ps(w);
+}
+OASR_AVX2_INLINE __m256 load_weights(const uint16_t* w) {
+  return _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(w)));
+}
+// The K tail (count < 8 weights), zeros past it.
+OASR_AVX2_INLINE __m256 load_weight_tail(const float* w, int64_t count, __m256i mask) {
+  (void)count;
+  return _mm256_maskload_ps(w, mask);
+}
+OASR_AVX2_INLINE __m256 load_weight_tail(const uint16_t* w, int64_t count, __m256i mask) {
+  (void)mask;
+  alignas(16) uint16_t lanes[8] = {};
+  for (int64_t i = 0; i < count; ++i) lanes[i] = w[i];
+  return _mm256_cvtph_ps(_mm_load_si128(reinterpret_cast<const __m128i*>(lanes)));
+}
+
 OASR_AVX2_INLINE void store_output(float* out, const float* bias, int r, int64_t column,
                                    int64_t n_total, __m256 acc) {
   const float dot = reduce8(acc);
@@ -57,8 +85,8 @@ OASR_AVX2_INLINE void store_output(float* out, const float* bias, int r, int64_t
 
 // Up to kRowBlock rows against two weight rows at a time; the K tail is
 // loaded with a mask (zeros past K), which is the definition's padding.
-template <int kRows>
-OASR_AVX2_TARGET void block_avx2(const float* x, const float* weight, const float* bias, float* out,
+template <int kRows, typename W>
+OASR_AVX2_TARGET void block_avx2(const float* x, const W* weight, const float* bias, float* out,
                                  int64_t n_begin, int64_t n_end, int64_t n_total, int64_t k) {
   const int64_t full = k - k % kLanes;
   alignas(32) int32_t mask_words[kLanes];
@@ -67,13 +95,13 @@ OASR_AVX2_TARGET void block_avx2(const float* x, const float* weight, const floa
   const bool has_tail = full < k;
   int64_t n = n_begin;
   for (; n + 2 <= n_end; n += 2) {
-    const float* w0 = weight + n * k;
-    const float* w1 = w0 + k;
+    const W* w0 = weight + n * k;
+    const W* w1 = w0 + k;
     __m256 a0[kRows], a1[kRows];
     for (int r = 0; r < kRows; ++r) a0[r] = a1[r] = _mm256_setzero_ps();
     for (int64_t i = 0; i < full; i += kLanes) {
-      const __m256 v0 = _mm256_loadu_ps(w0 + i);
-      const __m256 v1 = _mm256_loadu_ps(w1 + i);
+      const __m256 v0 = load_weights(w0 + i);
+      const __m256 v1 = load_weights(w1 + i);
       for (int r = 0; r < kRows; ++r) {
         const __m256 xv = _mm256_loadu_ps(x + r * k + i);
         a0[r] = _mm256_fmadd_ps(xv, v0, a0[r]);
@@ -81,8 +109,8 @@ OASR_AVX2_TARGET void block_avx2(const float* x, const float* weight, const floa
       }
     }
     if (has_tail) {
-      const __m256 v0 = _mm256_maskload_ps(w0 + full, tail_mask);
-      const __m256 v1 = _mm256_maskload_ps(w1 + full, tail_mask);
+      const __m256 v0 = load_weight_tail(w0 + full, k - full, tail_mask);
+      const __m256 v1 = load_weight_tail(w1 + full, k - full, tail_mask);
       for (int r = 0; r < kRows; ++r) {
         const __m256 xv = _mm256_maskload_ps(x + r * k + full, tail_mask);
         a0[r] = _mm256_fmadd_ps(xv, v0, a0[r]);
@@ -95,17 +123,17 @@ OASR_AVX2_TARGET void block_avx2(const float* x, const float* weight, const floa
     }
   }
   for (; n < n_end; ++n) {
-    const float* w0 = weight + n * k;
+    const W* w0 = weight + n * k;
     __m256 a0[kRows];
     for (int r = 0; r < kRows; ++r) a0[r] = _mm256_setzero_ps();
     for (int64_t i = 0; i < full; i += kLanes) {
-      const __m256 v0 = _mm256_loadu_ps(w0 + i);
+      const __m256 v0 = load_weights(w0 + i);
       for (int r = 0; r < kRows; ++r) {
         a0[r] = _mm256_fmadd_ps(_mm256_loadu_ps(x + r * k + i), v0, a0[r]);
       }
     }
     if (has_tail) {
-      const __m256 v0 = _mm256_maskload_ps(w0 + full, tail_mask);
+      const __m256 v0 = load_weight_tail(w0 + full, k - full, tail_mask);
       for (int r = 0; r < kRows; ++r) {
         a0[r] = _mm256_fmadd_ps(_mm256_maskload_ps(x + r * k + full, tail_mask), v0, a0[r]);
       }
@@ -114,38 +142,38 @@ OASR_AVX2_TARGET void block_avx2(const float* x, const float* weight, const floa
   }
 }
 
-void columns_avx2(const float* x, const float* weight, const float* bias, float* out, int64_t rows,
+template <typename W>
+void columns_avx2(const float* x, const W* weight, const float* bias, float* out, int64_t rows,
                   int64_t n_begin, int64_t n_end, int64_t n_total, int64_t k) {
   for (int64_t r = 0; r < rows; r += kRowBlock) {
     const float* xr = x + r * k;
     float* outr = out + r * n_total;
     switch (std::min(kRowBlock, rows - r)) {
       case 4:
-        block_avx2<4>(xr, weight, bias, outr, n_begin, n_end, n_total, k);
+        block_avx2<4, W>(xr, weight, bias, outr, n_begin, n_end, n_total, k);
         break;
       case 3:
-        block_avx2<3>(xr, weight, bias, outr, n_begin, n_end, n_total, k);
+        block_avx2<3, W>(xr, weight, bias, outr, n_begin, n_end, n_total, k);
         break;
       case 2:
-        block_avx2<2>(xr, weight, bias, outr, n_begin, n_end, n_total, k);
+        block_avx2<2, W>(xr, weight, bias, outr, n_begin, n_end, n_total, k);
         break;
       default:
-        block_avx2<1>(xr, weight, bias, outr, n_begin, n_end, n_total, k);
+        block_avx2<1, W>(xr, weight, bias, outr, n_begin, n_end, n_total, k);
         break;
     }
   }
 }
 #endif
 
-}  // namespace
-
-void linear_row_dot_f32(const float* x, const float* weight, const float* bias, float* out,
-                        int64_t rows, int64_t out_features, int64_t in_features) {
+template <typename W>
+void run_row_dot(const float* x, const W* weight, const float* bias, float* out, int64_t rows,
+                 int64_t out_features, int64_t in_features) {
   if (rows == 0 || out_features == 0) return;
 #if defined(__x86_64__)
-  const auto body = cpu_has(CpuIsa::kAvx2) ? columns_avx2 : columns_scalar;
+  const auto body = cpu_has(CpuIsa::kAvx2) ? columns_avx2<W> : columns_scalar<W>;
 #else
-  const auto body = columns_scalar;
+  const auto body = columns_scalar<W>;
 #endif
   const int64_t tasks = (out_features + kColumnsPerTask - 1) / kColumnsPerTask;
   parallel_for(tasks, [&](int64_t task) {
@@ -153,6 +181,18 @@ void linear_row_dot_f32(const float* x, const float* weight, const float* bias, 
     body(x, weight, bias, out, rows, begin, std::min(out_features, begin + kColumnsPerTask),
          out_features, in_features);
   });
+}
+
+}  // namespace
+
+void linear_row_dot_f32(const float* x, const float* weight, const float* bias, float* out,
+                        int64_t rows, int64_t out_features, int64_t in_features) {
+  run_row_dot(x, weight, bias, out, rows, out_features, in_features);
+}
+
+void linear_row_dot_f16w(const float* x, const uint16_t* weight, const float* bias, float* out,
+                         int64_t rows, int64_t out_features, int64_t in_features) {
+  run_row_dot(x, weight, bias, out, rows, out_features, in_features);
 }
 
 }  // namespace oasr::ops::cpu

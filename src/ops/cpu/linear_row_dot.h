@@ -24,4 +24,12 @@ namespace oasr::ops::cpu {
 void linear_row_dot_f32(const float* x, const float* weight, const float* bias, float* out,
                         int64_t rows, int64_t out_features, int64_t in_features);
 
+// The same with the weight stored as float16 bits. Each weight is widened
+// exactly before its fma, so the result has the bits of linear_row_dot_f32
+// on a float32 weight holding the same values, from half the bytes; a
+// layer uses it when every weight of a float32 tensor is exactly a float16
+// (as checkpoints stored in float16 are; ops::prepare_row_dot_weight).
+void linear_row_dot_f16w(const float* x, const uint16_t* weight, const float* bias, float* out,
+                         int64_t rows, int64_t out_features, int64_t in_features);
+
 }  // namespace oasr::ops::cpu
