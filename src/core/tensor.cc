@@ -281,6 +281,19 @@ void Tensor::copy_(const Tensor& src) {
     const size_t elem = element_size();
     char* dst_base = static_cast<char*>(raw_data());
     const char* src_base = static_cast<const char*>(src.raw_data());
+    const size_t rank = shape_.size();
+    if (rank >= 2 && strides_.back() == 1 && src.strides_.back() == 1) {
+      // Both sides hold whole rows of the last dimension (a head split or
+      // merge, a narrow): one memcpy per row instead of one per element.
+      const Shape outer(shape_.begin(), shape_.end() - 1);
+      const Shape dst_outer(strides_.begin(), strides_.end() - 1);
+      const Shape src_outer(src.strides_.begin(), src.strides_.end() - 1);
+      const size_t run = static_cast<size_t>(shape_.back()) * elem;
+      for_each_index(outer, dst_outer, src_outer, [&](int64_t d, int64_t s) {
+        std::memcpy(dst_base + d * elem, src_base + s * elem, run);
+      });
+      return;
+    }
     for_each_index(shape_, strides_, src.strides_, [&](int64_t d, int64_t s) {
       std::memcpy(dst_base + d * elem, src_base + s * elem, elem);
     });
