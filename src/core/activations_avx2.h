@@ -17,6 +17,8 @@
 
 #include <immintrin.h>
 
+#include <cstddef>
+
 #include "core/activations.h"
 
 #define OASR_AVX2_TARGET __attribute__((target("avx2,fma,f16c")))
@@ -38,6 +40,15 @@ OASR_AVX2_INLINE __m256 pow2_normal_ps(__m256i n) {
   return _mm256_castsi256_ps(_mm256_slli_epi32(_mm256_add_epi32(n, _mm256_set1_epi32(127)), 23));
 }
 
+// Horner's rule with fmas, c[0] the highest coefficient: the scalar
+// polynomials' exact operation order (core/activations.h's detail::*_q/_p/_r/_t).
+template <size_t N>
+OASR_AVX2_INLINE __m256 horner_ps(__m256 x, const float (&c)[N]) {
+  __m256 p = _mm256_set1_ps(c[0]);
+  for (size_t i = 1; i < N; ++i) p = _mm256_fmadd_ps(p, x, _mm256_set1_ps(c[i]));
+  return p;
+}
+
 // act::exp_f32, lane by lane.
 OASR_AVX2_INLINE __m256 exp_ps(__m256 x) {
   constexpr float kMaxArg = 0x1.62e42ep6f;
@@ -55,13 +66,9 @@ OASR_AVX2_INLINE __m256 exp_ps(__m256 x) {
   const __m256 neg_n = _mm256_sub_ps(_mm256_setzero_ps(), n);  // -n exactly (n is an integer)
   __m256 r = _mm256_fmadd_ps(neg_n, _mm256_set1_ps(kLn2Hi), xc);
   r = _mm256_fmadd_ps(neg_n, _mm256_set1_ps(kLn2Lo), r);
-  // exp_q(r), Horner with fmas, the scalar coefficients.
-  __m256 q = _mm256_set1_ps(0x1.9f0728p-13f);
-  q = _mm256_fmadd_ps(q, r, _mm256_set1_ps(0x1.6d8e44p-10f));
-  q = _mm256_fmadd_ps(q, r, _mm256_set1_ps(0x1.111274p-7f));
-  q = _mm256_fmadd_ps(q, r, _mm256_set1_ps(0x1.55548cp-5f));
-  q = _mm256_fmadd_ps(q, r, _mm256_set1_ps(0x1.555554p-3f));
-  q = _mm256_fmadd_ps(q, r, _mm256_set1_ps(0x1p-1f));
+  // exp_q(r), the scalar coefficients.
+  const __m256 q = horner_ps(r, {0x1.9f0728p-13f, 0x1.6d8e44p-10f, 0x1.111274p-7f, 0x1.55548cp-5f,
+                                 0x1.555554p-3f, 0x1p-1f});
   const __m256 p = _mm256_add_ps(_mm256_set1_ps(1.0f), _mm256_fmadd_ps(_mm256_mul_ps(r, r), q, r));
   const __m256i n_int = _mm256_cvtps_epi32(n);  // exact: n is an integer in [-150, 128]
   // C++'s n_int / 2 truncates toward zero: add 1 to negative lanes before the shift.
@@ -113,22 +120,12 @@ OASR_AVX2_INLINE __m256 erf_ps(__m256 x) {
   using namespace act::detail;
   const __m256 ax = abs_ps(x);
   const __m256 u = _mm256_mul_ps(ax, ax);
-  __m256 p = _mm256_set1_ps(0x1.496f8cp-14f);
-  p = _mm256_fmadd_ps(p, u, _mm256_set1_ps(-0x1.a3f8e2p-11f));
-  p = _mm256_fmadd_ps(p, u, _mm256_set1_ps(0x1.5405f2p-8f));
-  p = _mm256_fmadd_ps(p, u, _mm256_set1_ps(-0x1.b7f916p-6f));
-  p = _mm256_fmadd_ps(p, u, _mm256_set1_ps(0x1.ce2cf8p-4f));
-  p = _mm256_fmadd_ps(p, u, _mm256_set1_ps(-0x1.81273ep-2f));
-  p = _mm256_fmadd_ps(p, u, _mm256_set1_ps(0x1.06eba8p-3f));
+  const __m256 p = horner_ps(u, {0x1.496f8cp-14f, -0x1.a3f8e2p-11f, 0x1.5405f2p-8f, -0x1.b7f916p-6f,
+                                 0x1.ce2cf8p-4f, -0x1.81273ep-2f, 0x1.06eba8p-3f});
   const __m256 small = _mm256_fmadd_ps(ax, p, ax);
   const __m256 t = _mm256_sub_ps(ax, _mm256_set1_ps(2.5f));
-  __m256 r = _mm256_set1_ps(0x1.86d558p-13f);
-  r = _mm256_fmadd_ps(r, t, _mm256_set1_ps(-0x1.3edbf8p-13f));
-  r = _mm256_fmadd_ps(r, t, _mm256_set1_ps(0x1.432026p-9f));
-  r = _mm256_fmadd_ps(r, t, _mm256_set1_ps(-0x1.5efd74p-7f));
-  r = _mm256_fmadd_ps(r, t, _mm256_set1_ps(0x1.cbb584p-5f));
-  r = _mm256_fmadd_ps(r, t, _mm256_set1_ps(-0x1.69289ap-2f));
-  r = _mm256_fmadd_ps(r, t, _mm256_set1_ps(-0x1.8e8b9ep0f));
+  const __m256 r = horner_ps(t, {0x1.86d558p-13f, -0x1.3edbf8p-13f, 0x1.432026p-9f, -0x1.5efd74p-7f,
+                                 0x1.cbb584p-5f, -0x1.69289ap-2f, -0x1.8e8b9ep0f});
   const __m256 neg_ax = _mm256_sub_ps(_mm256_setzero_ps(), ax);  // -ax exactly
   const __m256 mid = _mm256_sub_ps(_mm256_set1_ps(1.0f), exp_ps(_mm256_fmadd_ps(neg_ax, ax, r)));
   __m256 result = _mm256_set1_ps(1.0f);
@@ -144,12 +141,8 @@ OASR_AVX2_INLINE __m256 tanh_ps(__m256 x) {
   using namespace act::detail;
   const __m256 ax = abs_ps(x);
   const __m256 u = _mm256_mul_ps(ax, ax);
-  __m256 t = _mm256_set1_ps(0x1.18e734p-9f);
-  t = _mm256_fmadd_ps(t, u, _mm256_set1_ps(-0x1.0bf66ap-7f));
-  t = _mm256_fmadd_ps(t, u, _mm256_set1_ps(0x1.638bap-6f));
-  t = _mm256_fmadd_ps(t, u, _mm256_set1_ps(-0x1.b9ee96p-5f));
-  t = _mm256_fmadd_ps(t, u, _mm256_set1_ps(0x1.111066p-3f));
-  t = _mm256_fmadd_ps(t, u, _mm256_set1_ps(-0x1.555554p-2f));
+  const __m256 t = horner_ps(u, {0x1.18e734p-9f, -0x1.0bf66ap-7f, 0x1.638bap-6f, -0x1.b9ee96p-5f,
+                                 0x1.111066p-3f, -0x1.555554p-2f});
   const __m256 small = _mm256_fmadd_ps(_mm256_mul_ps(ax, u), t, ax);
   const __m256 one = _mm256_set1_ps(1.0f);
   const __m256 mid = _mm256_sub_ps(

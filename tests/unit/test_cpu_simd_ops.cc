@@ -19,9 +19,9 @@
 #include "core/float_types.h"
 #include "ops/activation.h"
 #include "ops/cpu/linear_row_dot.h"
-#include "ops/gemm.h"
 #include "ops/cpu/softmax.h"
 #include "ops/cpu_threads.h"
+#include "ops/gemm.h"
 
 namespace oasr {
 namespace {
@@ -249,8 +249,7 @@ TEST_F(CpuSimdOps, RowDotLinearFloat16WeightsGiveTheFloat32Bits) {
     }
   }
   std::vector<float> inexact = {1.0f, 0.1f};  // 0.1 is no float16
-  EXPECT_EQ(ops::prepare_row_dot_weight(Tensor::from_vector(inexact, {1, 2})).dtype(),
-            DType::kF32);
+  EXPECT_EQ(ops::prepare_row_dot_weight(Tensor::from_vector(inexact, {1, 2})).dtype(), DType::kF32);
 }
 
 TEST_F(CpuSimdOps, DispatchCapIsRefusedAboveTheCpu) {
