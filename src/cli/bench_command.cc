@@ -141,11 +141,6 @@ nlohmann::ordered_json time_oasr_encoder(const models::U2ppModel& model,
   return line;
 }
 
-std::string default_baseline_python() {
-  const fs::path venv_python = fs::path(".venv") / "bin" / "python";
-  return fs::exists(venv_python) ? venv_python.string() : std::string("python3");
-}
-
 // Runs the PyTorch baseline, relays each of its JSON lines and returns them
 // by (impl, batch size): "pytorch" (eager) and, on CUDA, "pytorch_compile". Its stderr goes to a
 // temporary file so that a failure can be shown as a tail rather than interleaved with the JSON on

@@ -99,4 +99,9 @@ std::vector<nlohmann::json> run_baseline_script(
   return lines;
 }
 
+std::string default_baseline_python() {
+  const fs::path venv_python = fs::path(".venv") / "bin" / "python";
+  return fs::exists(venv_python) ? venv_python.string() : std::string("python3");
+}
+
 }  // namespace oasr::cli

@@ -14,6 +14,9 @@ namespace oasr::cli {
 double median(std::vector<double> values);
 double round3(double value);  // three decimals, for the JSON lines
 std::string shell_quote(const std::string& text);
+// The python a baseline runs on: .venv/bin/python under the working
+// directory if it exists, else python3.
+std::string default_baseline_python();
 
 // Runs `command` (a shell line starting the baseline: `python` running
 // `script`) with its stderr captured to a temporary file. Every stdout line

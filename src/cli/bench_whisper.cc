@@ -85,9 +85,8 @@ void run_peer(const BenchWhisperOptions& options, const std::vector<Utterance>& 
     for (const Utterance& u : utterances)
       list << u.entry.id << '\t' << u.entry.audio.string() << '\n';
   }
-  const std::string python = options.baseline_python.empty()
-                                 ? (fs::exists(".venv/bin/python") ? ".venv/bin/python" : "python3")
-                                 : options.baseline_python;
+  const std::string python =
+      options.baseline_python.empty() ? default_baseline_python() : options.baseline_python;
   std::ostringstream command;
   command << shell_quote(python) << " " << shell_quote(options.baseline_script) << " --model-dir "
           << shell_quote(options.peer_model_dir) << " --audio-list " << shell_quote(list_path)

@@ -15,7 +15,8 @@ struct Expected {
   Shape shape;
 };
 
-// spec/quantization.txt's state-dict table for one quantized layer.
+// The quantized state-dict entries one layer must have (weight, weight_scale,
+// optional input_scale / smooth_inv, bias in the served dtype).
 void add_expected_tensors(const LayerQuantization& entry, const QuantScheme& scheme,
                           const GemmGeometry& geometry, std::map<std::string, Expected>* out) {
   OASR_CHECK(scheme.weight.dtype == QDType::kInt8 || scheme.weight.dtype == QDType::kFp8E4M3,

@@ -1,6 +1,7 @@
 // The contents of a native format_version 2 checkpoint (DESIGN.md §4): the
 // state dict of a model quantized under a QuantizationSpec, checked against
-// spec/quantization.txt's state-dict table before anything is written. The
+// the quantized state-dict layout (per layer: weight, weight_scale, optional
+// input_scale / smooth_inv, bias) before anything is written. The
 // directory itself (oasr_config.json carrying the spec, model.safetensors,
 // tokenizer assets, the atomic staging and rename) is written by
 // models::save_native_checkpoint, which writes version 2 for a source that

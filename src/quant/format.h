@@ -1,4 +1,4 @@
-// The semantic quantization formats (spec/quant-ir.md "QuantScheme"): what a
+// The semantic quantization formats (QuantScheme): what a
 // layer's weight and input are quantized to, with no scale layout, kernel or
 // device decision. physical.h lowers a scheme to storage for a GPU
 // generation; methods/ serve it.

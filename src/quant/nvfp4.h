@@ -1,4 +1,4 @@
-// NVFP4 at the format level (spec/quant-ir.md "Nvfp4Spec"): the storage of a
+// NVFP4 at the format level (Nvfp4Spec): the storage of a
 // weight quantized to E2M1 in blocks of 16 along K, with one float8_e4m3fn
 // scale per block and one fp32 global scale, plus its reference quantize and
 // dequantize. No method serves it: asking to serve nvfp4 is refused by name

@@ -1,4 +1,4 @@
-// From semantics to storage (spec/quant-ir.md "materialize"): a QuantScheme
+// From semantics to storage (materialize): a QuantScheme
 // lowered to the physical spec a layer allocates, for one GPU generation.
 // The only place in quant/ that reads the GPU generation (sm; 0 = CPU).
 #pragma once

@@ -1,6 +1,6 @@
 """Oracle for `oasr quantize --recipe int8_w8a8_rtn|fp8_w8a8_rtn`: an
-independent PyTorch re-computation of the weight rule of DESIGN.md §3 /
-spec/quantization.txt ("weights, per output channel: the per-token rule, on
+independent PyTorch re-computation of the weight rule of the numerics contract
+(src/quant/numerics.h: "weights, per output channel: the per-token rule, on
 the host in fp32"), from the full-precision checkpoint the u2pp_engine
 generator writes (WeNet's final.pt, read with torch.load):
 

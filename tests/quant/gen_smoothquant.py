@@ -1,6 +1,6 @@
 #!/usr/bin/env python3
 """Independent oracle for SmoothQuant's scales and the static clip search,
-written from spec/quantization.txt ("SmoothQuant", "Fewer quantize
+written from the SmoothQuant definition ("SmoothQuant", "Fewer quantize
 launches": observer=mse) in NumPy float64, not from oasr's C++.
 
 Writes OUT/cases.safetensors:

@@ -1,4 +1,4 @@
-// Importers (spec/quant-ir.md "Add a framework: write an importer"): each
+// Importers (one per checkpoint framework): each
 // reads one framework's quantization description from a checkpoint
 // directory and translates it into a QuantPlan -- rules of targets and a
 // semantic QuantScheme -- without caring whether this build has a kernel for

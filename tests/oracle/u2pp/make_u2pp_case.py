@@ -59,7 +59,7 @@ from u2pp_search import ctc_greedy_search, ctc_prefix_beam_search  # noqa: E402
 from u2pp_synth import all_utterances, synthesize  # noqa: E402
 
 SIZES = {
-    # tiny: fast oracle test; full: the U2++ of spec/quantization.txt
+    # tiny: fast oracle test; full: the full-size U2++ (12 blocks, d 256, FFN 2048)
     "tiny": dict(num_blocks=2, decoder_num_blocks=1, decoder_r_num_blocks=1, vocab_size=60),
     "full": dict(num_blocks=12, decoder_num_blocks=3, decoder_r_num_blocks=3,
                  vocab_size=5002),
