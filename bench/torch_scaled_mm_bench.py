@@ -10,6 +10,9 @@ events (median over --iters after --warmup), one JSON line each:
                         float16 output and bias (sm_89+)
   torch_fp16_linear     F.linear in float16 with bias (the unquantized layer)
 
+--act swish|relu applies the activation after each (F.silu / F.relu, a
+separate kernel in eager PyTorch, as oasr's epilogue applies it in place).
+
 Shapes are M,N,K: A [M, K], W [N, K], out [M, N]. TOPS = 2 M N K / time.
 """
 
@@ -56,6 +59,9 @@ def emit(impl, fmt, m, n, k, median_us=None, skipped=None):
     print(json.dumps(line), flush=True)
 
 
+ACTIVATIONS = {"none": lambda y: y, "swish": F.silu, "relu": F.relu}
+
+
 def bench_int8(m, n, k, device, args):
     a = torch.randint(-127, 128, (m, k), dtype=torch.int8, device=device)
     w = torch.randint(-127, 128, (n, k), dtype=torch.int8, device=device)
@@ -66,7 +72,7 @@ def bench_int8(m, n, k, device, args):
 
     def run():
         acc = torch._int_mm(a, w_t)
-        return (acc.float() * a_scale * w_scale + bias).half()
+        return ACTIVATIONS[args.act](acc.float() * a_scale * w_scale + bias).half()
 
     try:
         emit("torch_int_mm_dequant", "int8", m, n, k, time_us(run, args.iters, args.warmup))
@@ -86,8 +92,9 @@ def bench_fp8(m, n, k, device, args):
     w_t = w.t()
 
     def run():
-        return torch._scaled_mm(a, w_t, scale_a=a_scale, scale_b=w_scale, bias=bias,
-                                out_dtype=torch.float16)
+        return ACTIVATIONS[args.act](
+            torch._scaled_mm(a, w_t, scale_a=a_scale, scale_b=w_scale, bias=bias,
+                             out_dtype=torch.float16))
 
     try:
         emit("torch_scaled_mm", "fp8", m, n, k, time_us(run, args.iters, args.warmup))
@@ -100,7 +107,7 @@ def bench_fp16(m, n, k, device, args):
     w = torch.randn(n, k, device=device, dtype=torch.float16)
     bias = torch.randn(n, device=device, dtype=torch.float16)
     emit("torch_fp16_linear", "fp16", m, n, k,
-         time_us(lambda: F.linear(x, w, bias), args.iters, args.warmup))
+         time_us(lambda: ACTIVATIONS[args.act](F.linear(x, w, bias)), args.iters, args.warmup))
 
 
 def main():
@@ -110,6 +117,7 @@ def main():
     parser.add_argument("--iters", type=int, default=50)
     parser.add_argument("--warmup", type=int, default=10)
     parser.add_argument("--device", default="cuda")
+    parser.add_argument("--act", default="none", choices=sorted(ACTIVATIONS))
     args = parser.parse_args()
     if not torch.cuda.is_available():
         print("torch_scaled_mm_bench: no CUDA device visible to PyTorch", file=sys.stderr)

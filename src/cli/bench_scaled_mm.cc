@@ -1,8 +1,9 @@
 // `oasr bench scaled-mm --device cuda [--shapes M,N,K;...] [--format int8|fp8|all]
 // [--iters N] [--sweep] [--no-baseline] [--baseline-python PATH]`: GPU time
 // of one scaled GEMM (quant/kernels/cuda/scaled_mm_cuda.h), per shape, format,
-// output (float16, or the int8/e4m3 quantizing epilogue) and lane (mma_sync
-// with the heuristic's tile, every tile with --sweep, cublaslt). Each launch
+// output (float16, or the int8/e4m3 quantizing epilogue) and lane (native on
+// sm_90 with the tuning table's configuration, mma_sync with the heuristic's
+// tile, every configuration of both with --sweep, cublaslt). Each launch
 // is timed alone between two CUDA events; the median over --iters launches
 // after --warmup is reported, with TOPS = 2 M N K / time. Then the PyTorch
 // baseline (bench/torch_scaled_mm_bench.py: torch._int_mm + dequant,
@@ -40,6 +41,7 @@
 
 #include "core/cuda/cuda_check.h"
 #include "core/float_types.h"
+#include "quant/kernels/cuda/native/scaled_mm_native.h"
 #include "quant/kernels/cuda/scaled_mm_cuda.h"
 #endif
 
@@ -61,6 +63,7 @@ struct BenchScaledMMOptions {
   int warmup = 10;
   bool sweep = false;
   bool no_baseline = false;
+  std::string act = "none";  // the epilogue activation: none | swish | relu
   std::string baseline_python = "python3";
   std::string baseline_script = "bench/torch_scaled_mm_bench.py";
 };
@@ -227,6 +230,9 @@ void run_oasr(const BenchScaledMMOptions& options, const std::vector<Shape>& sha
       args.n = shape.n;
       args.k = shape.k;
       args.served = DType::kF16;
+      args.act = options.act == "swish"  ? Activation::kSwish
+                 : options.act == "relu" ? Activation::kRelu
+                                         : Activation::kNone;
       args.device_index = device_index;
       const double ops = 2.0 * static_cast<double>(shape.m) * shape.n * shape.k;
 
@@ -240,6 +246,7 @@ void run_oasr(const BenchScaledMMOptions& options, const std::vector<Shape>& sha
           if (!config.empty()) line["config"] = config;
           line["format"] = format_name;
           line["out"] = out;
+          line["act"] = options.act;
           line["m"] = shape.m;
           line["n"] = shape.n;
           line["k"] = shape.k;
@@ -253,6 +260,22 @@ void run_oasr(const BenchScaledMMOptions& options, const std::vector<Shape>& sha
             time_launch(options, [&] { quant::cuda::scaled_mm_mma_sync(args, chosen); });
         emit("mma_sync", chosen.name(), chosen_us);
         results[{format_name, out, shape.m, shape.n, shape.k}] = chosen_us;
+        // Hopper: the native lane (what auto serves there) is the one compared.
+        if (quant::cuda::native_supported(format, device_index, &why) &&
+            quant::cuda::native_takes(args)) {
+          const quant::cuda::NativeConfig table = quant::cuda::choose_native_config(
+              format, shape.m, shape.n, shape.k, args.served, args.out_multiplier != nullptr);
+          const double native_us =
+              time_launch(options, [&] { quant::cuda::scaled_mm_native(args, table); });
+          emit("native", table.name(format), native_us);
+          results[{format_name, out, shape.m, shape.n, shape.k}] = native_us;
+          if (options.sweep) {
+            for (const auto& config : quant::cuda::native_configs()) {
+              emit("native_sweep", config.name(format),
+                   time_launch(options, [&] { quant::cuda::scaled_mm_native(args, config); }));
+            }
+          }
+        }
         if (options.sweep) {
           for (const auto& config : quant::cuda::mma_sync_configs(format)) {
             emit("mma_sync_sweep", config.name(),
@@ -295,7 +318,8 @@ void run_oasr(const BenchScaledMMOptions& options, const std::vector<Shape>& sha
   command << shell_quote(options.baseline_python) << " " << shell_quote(options.baseline_script)
           << " --shapes " << shell_quote(shapes_argument(shapes)) << " --format "
           << shell_quote(options.format) << " --iters " << options.iters << " --warmup "
-          << options.warmup << " --device " << shell_quote(options.device);
+          << options.warmup << " --device " << shell_quote(options.device) << " --act "
+          << shell_quote(options.act);
   std::map<std::tuple<std::string, int64_t, int64_t, int64_t>, double> lines;
   const auto is_object = [](const nlohmann::json& line) { return line.is_object(); };
   for (const nlohmann::json& line : run_baseline_script(command.str(), options.baseline_python,
@@ -324,7 +348,8 @@ void run_bench_scaled_mm(const BenchScaledMMOptions& options) {
   run_oasr(options, shapes, formats, device_index, results);
   if (options.no_baseline) return;
   const auto baseline = run_baseline(options, shapes);
-  // oasr (mma_sync, heuristic tile) / baseline: below 1 is oasr faster.
+  // oasr (the lane auto serves: native on Hopper, else mma_sync) / baseline:
+  // below 1 is oasr faster.
   for (const auto& [key, oasr_us] : results) {
     const auto& [format, out, m, n, k] = key;
     nlohmann::ordered_json line;
@@ -357,17 +382,25 @@ void add_bench_scaled_mm_command(CLI::App& bench) {
   auto options = std::make_shared<BenchScaledMMOptions>();
   CLI::App* app = bench.add_subcommand(
       "scaled-mm",
-      "Time the CUDA scaled GEMMs (int8 / fp8, mma_sync and cublaslt lanes) and compare with "
+      "Time the CUDA scaled GEMMs (int8 / fp8; native, mma_sync and cublaslt lanes) and compare "
+      "with "
       "PyTorch's int8, fp8 and fp16 GEMMs");
   app->add_option("--device", options->device, "cuda | cuda:N")->capture_default_str();
   app->add_option("--shapes", options->shapes,
                   "M,N,K;M,N,K;... (default: M in {4096, 32768} x (N, K) in {(2048, 256), "
                   "(256, 2048), (768, 256)}, plus 8192,8192,8192)");
   app->add_option("--format", options->format, "int8 | fp8 | all")->capture_default_str();
+  app->add_option("--act", options->act,
+                  "the epilogue activation (and the baselines'): none | "
+                  "swish | relu")
+      ->check(CLI::IsMember({"none", "swish", "relu"}))
+      ->capture_default_str();
   app->add_option("--iters", options->iters, "timed launches (median reported; >= 20)")
       ->capture_default_str();
   app->add_option("--warmup", options->warmup, "untimed launches first")->capture_default_str();
-  app->add_flag("--sweep", options->sweep, "also time every compiled mma_sync tile");
+  app->add_flag("--sweep", options->sweep,
+                "also time every compiled mma_sync tile and native configuration (the lines "
+                "tools/bench/native_tuning_table.py turns into the native tuning table)");
   app->add_flag("--no-baseline", options->no_baseline, "skip the PyTorch baseline");
   app->add_option("--baseline-python", options->baseline_python, "python with torch")
       ->capture_default_str();

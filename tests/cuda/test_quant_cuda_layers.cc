@@ -1,11 +1,12 @@
 // Quantized layers on a CUDA device against the same layers on the CPU
 // (DESIGN.md §3): an int8 layer's output is a function of exact integers and
-// numerics.h's fp32 rules, so the CUDA lanes (mma_sync, cublaslt) return the
+// numerics.h's fp32 rules, so the CUDA lanes (native, mma_sync, cublaslt) return the
 // CPU reference's bits -- for a float32 model bit for bit, and for a
 // float16/bfloat16 model bit for bit against the CPU computing on the same
 // (rounded) input and rounding its float32 result once. fp8 agrees within a
-// tolerance (the GPU sums k32 blocks on the tensor core) and is bitwise
-// batch-invariant. Also: lane choice (auto -> mma_sync), the named lanes,
+// tolerance (the GPU sums K blocks on the tensor core) and is bitwise
+// batch-invariant. Also: lane choice (auto -> native on sm_90, else
+// mma_sync), the named lanes,
 // the refusals of lanes that do not exist, and the kernel the report names.
 // Skips without a GPU.
 #include <gtest/gtest.h>
@@ -15,11 +16,13 @@
 #include <memory>
 #include <random>
 #include <string>
+#include <vector>
 
 #include "core/device.h"
 #include "core/error.h"
 #include "layers/conv.h"
 #include "layers/linear.h"
+#include "quant/kernels/cuda/native/scaled_mm_native.h"
 #include "quant/methods/quant_method.h"
 #include "quant/numerics.h"
 #include "quant/spec.h"
@@ -35,6 +38,15 @@ Tensor random_tensor(const Shape& shape, std::mt19937& rng, float scale) {
   Tensor t = Tensor::empty(shape, DType::kF32);
   for (int64_t i = 0; i < t.numel(); ++i) t.data<float>()[i] = normal(rng);
   return t;
+}
+
+// Whether this GPU runs the native sm90 lane (which auto then serves).
+bool hopper() {
+  std::string why;
+  return cuda::native_supported(QDType::kInt8, 0, &why);
+}
+std::string auto_lane() {
+  return hopper() ? "native" : "mma_sync";
 }
 
 class CudaQuantLayers : public ::testing::Test {
@@ -96,14 +108,15 @@ TEST_F(CudaQuantLayers, Int8LinearEqualsTheCpuReferenceBitwise) {
   std::mt19937 rng(5);
   for (const char* scheme : {"int8_w8a8", "int8_w8a8_static"}) {
     for (const Activation act : {Activation::kNone, Activation::kSwish, Activation::kRelu}) {
-      for (const char* backend : {"auto", "mma_sync", "cublaslt"}) {
+      for (const char* backend : {"auto", "native", "mma_sync", "cublaslt"}) {
+        if (std::string(backend) == "native" && !hopper()) continue;
         for (const DType dtype : {DType::kF32, DType::kF16, DType::kBF16}) {
           QuantLinear cpu(256, 136, act, scheme, 9);
           cpu.serve(Device::cpu(), DType::kF32, "cpu_reference");
           QuantLinear gpu(256, 136, act, scheme, 9);
           gpu.serve(Device::cuda(0), dtype, backend);
           EXPECT_EQ(gpu.layer->quant_method()->lane().name,
-                    std::string(backend) == "auto" ? "mma_sync" : backend);
+                    std::string(backend) == "auto" ? auto_lane() : backend);
           for (const int64_t rows : {1, 17, 300}) {
             const Tensor x = random_tensor({rows, 256}, rng, 1.5f);
             const Tensor got = gpu.layer->forward(x.to(dtype).to(Device::cuda(0)));
@@ -139,33 +152,59 @@ TEST_F(CudaQuantLayers, RowsAreBatchInvariant) {
 }
 
 // fp8 on the GPU against the CPU reference (one product at a time in K
-// order): the GPU adds k32 block sums from the tensor core, so the two
-// differ by fp32 reassociation only: within 1e-5 of the row's largest output
-// for K = 512 (about 512 roundings of 2^-24 relative, with margin).
+// order), per lane:
+//   mma_sync adds k32 block sums from the tensor core, so the two differ by
+//   fp32 reassociation only: within 1e-5 of the row's largest output for
+//   K = 512 (about 512 roundings of 2^-24 relative, with margin).
+//   native sums 128-deep K steps on the tensor core (wgmma keeps >= 13
+//   fraction bits per k32 step): the kernel test's bound
+//   (QuantScaledMMNative.E4m3WithinBoundOfReference), 2^-5.9 S + 2 K 2^-24 S
+//   with S = sum_k |a_k w_k| of the dequantized operands. e4m3 rounds each
+//   operand within 2^-4 relative (these scales saturate nothing), so
+//   S <= (1 + 2^-4)^2 sum_k |x_k| |w_k| of the float input and weight, and
+//   2^-5 sum_k |x_k| |w_k| covers both factors.
 TEST_F(CudaQuantLayers, Fp8LinearIsCloseToTheCpuReference) {
-  std::mt19937 rng(8);
-  QuantLinear cpu(512, 128, Activation::kNone, "fp8_w8a8", 4);
-  cpu.serve(Device::cpu(), DType::kF32, "cpu_reference");
-  QuantLinear gpu(512, 128, Activation::kNone, "fp8_w8a8", 4);
-  gpu.serve(Device::cuda(0), DType::kF32, "auto");
-  const Tensor x = random_tensor({33, 512}, rng, 1.0f);
-  const Tensor want = cpu.layer->forward(x);
-  const Tensor got = gpu.layer->forward(x.to(Device::cuda(0))).to(Device::cpu());
-  int64_t differing = 0;
-  for (int64_t r = 0; r < 33; ++r) {
-    float row_max = 0.0f;
-    for (int64_t j = 0; j < 128; ++j) {
-      row_max = std::max(row_max, std::abs(want.data<float>()[r * 128 + j]));
+  constexpr int64_t kK = 512, kN = 128, kRows = 33;
+  constexpr uint32_t kSeed = 4;
+  std::vector<std::string> lanes = {"mma_sync"};
+  if (hopper()) lanes.push_back("native");
+  std::mt19937 weight_rng(kSeed);  // QuantLinear draws its float weight first
+  const Tensor weight = random_tensor({kN, kK}, weight_rng, 0.2f);
+  for (const std::string& lane : lanes) {
+    std::mt19937 rng(8);
+    QuantLinear cpu(kK, kN, Activation::kNone, "fp8_w8a8", kSeed);
+    cpu.serve(Device::cpu(), DType::kF32, "cpu_reference");
+    QuantLinear gpu(kK, kN, Activation::kNone, "fp8_w8a8", kSeed);
+    gpu.serve(Device::cuda(0), DType::kF32, lane);
+    EXPECT_EQ(gpu.layer->quant_method()->lane().name, lane);
+    const Tensor x = random_tensor({kRows, kK}, rng, 1.0f);
+    const Tensor want = cpu.layer->forward(x);
+    const Tensor got = gpu.layer->forward(x.to(Device::cuda(0))).to(Device::cpu());
+    int64_t differing = 0;
+    for (int64_t r = 0; r < kRows; ++r) {
+      float row_max = 0.0f;
+      for (int64_t j = 0; j < kN; ++j) {
+        row_max = std::max(row_max, std::abs(want.data<float>()[r * kN + j]));
+      }
+      for (int64_t j = 0; j < kN; ++j) {
+        const float g = got.data<float>()[r * kN + j];
+        const float w = want.data<float>()[r * kN + j];
+        differing += g != w;
+        double bound = 1e-5 * row_max;
+        if (lane == "native") {
+          double s = 0.0;
+          for (int64_t c = 0; c < kK; ++c) {
+            s += std::fabs(static_cast<double>(x.data<float>()[r * kK + c]) *
+                           weight.data<float>()[j * kK + c]);
+          }
+          bound = std::ldexp(s, -5);
+        }
+        EXPECT_LE(std::abs(g - w), bound) << lane << " row " << r << " col " << j;
+      }
     }
-    for (int64_t j = 0; j < 128; ++j) {
-      const float g = got.data<float>()[r * 128 + j];
-      const float w = want.data<float>()[r * 128 + j];
-      differing += g != w;
-      EXPECT_LE(std::abs(g - w), 1e-5f * row_max) << "row " << r << " col " << j;
-    }
+    // Most outputs agree exactly anyway; the count is reported, not asserted.
+    RecordProperty("fp8_outputs_differing_from_cpu_" + lane, static_cast<int>(differing));
   }
-  // Most outputs agree exactly anyway; the count is reported, not asserted.
-  RecordProperty("fp8_outputs_differing_from_cpu", static_cast<int>(differing));
 }
 
 TEST_F(CudaQuantLayers, Int8Conv2dEqualsTheCpuReferenceBitwise) {
@@ -206,11 +245,30 @@ TEST_F(CudaQuantLayers, Int8Conv2dEqualsTheCpuReferenceBitwise) {
 }
 
 TEST_F(CudaQuantLayers, LanesAndRefusals) {
+  // auto: the native sm90 kernels on Hopper (a build with them), else mma_sync.
+  const bool on_hopper = hopper();
   QuantLinear a(64, 32, Activation::kNone, "int8_w8a8", 1);
   a.serve(Device::cuda(0), DType::kF16, "auto");
-  EXPECT_EQ(a.layer->quant_method()->lane().name, "mma_sync");
-  EXPECT_NE(a.layer->quant_method()->kernel_name(1).find("mma_sync"), std::string::npos);
-  for (const char* missing : {"native", "cutlass", "torch"}) {
+  EXPECT_EQ(a.layer->quant_method()->lane().name, auto_lane());
+  EXPECT_NE(a.layer->quant_method()->kernel_name(1).find(on_hopper ? "sm90_s8_" : "mma_sync"),
+            std::string::npos)
+      << a.layer->quant_method()->kernel_name(1);
+  // mma_sync stays the A/B arm on Hopper.
+  QuantLinear ab(64, 32, Activation::kNone, "int8_w8a8", 1);
+  ab.serve(Device::cuda(0), DType::kF16, "mma_sync");
+  EXPECT_EQ(ab.layer->quant_method()->lane().name, "mma_sync");
+  // native named off Hopper: refused with the reason.
+  if (!on_hopper) {
+    QuantLinear b(64, 32, Activation::kNone, "int8_w8a8", 1);
+    try {
+      b.serve(Device::cuda(0), DType::kF16, "native");
+      ADD_FAILURE() << "native was not refused off sm_90";
+    } catch (const Error& e) {
+      EXPECT_NE(std::string(e.what()).find("OASR_SCALED_MM_BACKEND=native"), std::string::npos)
+          << e.what();
+    }
+  }
+  for (const char* missing : {"cutlass", "torch"}) {
     QuantLinear b(64, 32, Activation::kNone, "int8_w8a8", 1);
     try {
       b.serve(Device::cuda(0), DType::kF16, missing);

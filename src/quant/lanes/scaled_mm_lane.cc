@@ -6,6 +6,7 @@
 #include "core/error.h"
 #include "quant/kernels/cpu/scaled_mm_reference.h"
 #if defined(OASR_WITH_CUDA)
+#include "quant/kernels/cuda/native/scaled_mm_native.h"
 #include "quant/kernels/cuda/scaled_mm_cuda.h"
 #endif
 
@@ -25,10 +26,6 @@ constexpr std::string_view kGpuBackendNames[] = {"native", "mma_sync", "cutlass"
                                                  "torch"};
 
 std::string missing_gpu_lane_reason(std::string_view name) {
-  if (name == "native") {
-    return "native (the Hopper/Blackwell wgmma/tcgen05 kernels) does not exist yet; use auto or "
-           "mma_sync";
-  }
   if (name == "cutlass") {
     return "cutlass: this build has no CUTLASS kernels (its mma.sync lane is hand-written); use "
            "auto or mma_sync";
@@ -78,6 +75,17 @@ std::vector<ScaledMMLane> builtin_lanes() {
   lanes.push_back(avx2);
 #endif
 #if defined(OASR_WITH_CUDA)
+  // Hopper: the CUTLASS sm90a kernels, ahead of mma_sync under auto (which
+  // stays the lane of every other GPU and the A/B arm on Hopper).
+  ScaledMMLane native;
+  native.name = "native";
+  native.device = DeviceType::kCUDA;
+  native.priority = 20;
+  native.requirement = "an sm_90 GPU and a build with the sm_90a kernels";
+  native.cuda_scaled_mm = [](const cuda::ScaledMMArgs& args) { cuda::scaled_mm_native(args); };
+  native.cuda_supports = cuda::native_supported;
+  native.cuda_kernel_name = cuda::native_kernel_name;
+  lanes.push_back(native);
   ScaledMMLane mma_sync;
   mma_sync.name = "mma_sync";
   mma_sync.device = DeviceType::kCUDA;

@@ -3,11 +3,11 @@
 // once, at bind time, and names it in the quantization report. CPU lanes:
 // cpu_reference (plain loops over numerics.h, every format) and
 // cpu_avx2_int8 (int8 only, bit-identical to the reference, chosen by auto
-// where the CPU has AVX2). CUDA lanes (CUDA builds): mma_sync (the
-// hand-written mma.sync kernels, int8 sm80+ and e4m3 sm89+, chosen by auto)
+// where the CPU has AVX2). CUDA lanes (CUDA builds): native (the CUTLASS
+// sm90a kernels, chosen by auto on Hopper), mma_sync (the hand-written
+// mma.sync kernels, int8 sm80+ and e4m3 sm89+, chosen by auto elsewhere)
 // and cublaslt (cuBLASLt plus a separate epilogue kernel, the A/B baseline,
-// run only when named). `native` (the Hopper/Blackwell kernels) is reserved
-// and refused until it exists.
+// run only when named).
 //
 // OASR_SCALED_MM_BACKEND (core/env) picks the lane: auto (default) takes the
 // best available lane for the format; naming a lane requires it -- a lane
@@ -103,8 +103,8 @@ const ScaledMMLane* find_lane(std::string_view name);
 
 // The lane that serves `format` on `device`. backend: "auto", or a lane name;
 // the GPU backend names of OASR_SCALED_MM_BACKEND (native, mma_sync, cutlass,
-// cublaslt, torch) are refused on a CPU device by name, and native / cutlass
-// / torch (no such lane in this build) on any device.
+// cublaslt, torch) are refused on a CPU device by name, and cutlass / torch
+// (no such lane) on any device.
 const ScaledMMLane& choose_lane(QDType format, Device device, std::string_view backend);
 
 // OASR_SCALED_MM_BACKEND, validated (default "auto").
