@@ -118,18 +118,39 @@ struct QuantizingEpilogueArguments {
 };
 
 // y = the epilogue of quant/numerics.h for each element, rounded by `store`.
-// Without an activation every value stays in registers; with one, the
-// fragment goes through memory to the one shared activation body.
+// Without an activation, or with swish or relu, every value stays in
+// registers; any other activation sends the fragment through memory to the
+// one shared activation body.
 template <int kN, class Store>
 __device__ __forceinline__ void epilogue_values(cutlass::Array<float, kN> const& acc,
                                                 cutlass::Array<float, kN> const& a_scale,
                                                 cutlass::Array<float, kN> const& w_scale,
                                                 cutlass::Array<float, kN> const& bias,
                                                 Activation act, Store&& store) {
-  if (act == Activation::kNone) {
-    CUTLASS_PRAGMA_UNROLL
-    for (int i = 0; i < kN; ++i) store(i, scaled_affine(acc[i], a_scale[i], w_scale[i], bias[i]));
-    return;
+  switch (act) {
+    case Activation::kNone:
+      CUTLASS_PRAGMA_UNROLL
+      for (int i = 0; i < kN; ++i) {
+        store(i, scaled_affine(acc[i], a_scale[i], w_scale[i], bias[i]));
+      }
+      return;
+    // The Conformer's activations inline (act::apply's own bodies, so the
+    // same bits): through the shared body a swish GEMM ran at a sixth of
+    // the speed of the plain one (32768x2048x256: 498 against 80 us).
+    case Activation::kSwish:
+      CUTLASS_PRAGMA_UNROLL
+      for (int i = 0; i < kN; ++i) {
+        store(i, act::swish(scaled_affine(acc[i], a_scale[i], w_scale[i], bias[i])));
+      }
+      return;
+    case Activation::kRelu:
+      CUTLASS_PRAGMA_UNROLL
+      for (int i = 0; i < kN; ++i) {
+        store(i, act::relu(scaled_affine(acc[i], a_scale[i], w_scale[i], bias[i])));
+      }
+      return;
+    default:
+      break;
   }
   float t[kN];
   CUTLASS_PRAGMA_UNROLL
