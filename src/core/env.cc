@@ -12,6 +12,8 @@ const std::vector<Variable>& known_variables() {
       {"OASR_LOG_LEVEL", "trace|debug|info|warn|error|off (default: warn)"},
       {"OASR_SCALED_MM_BACKEND", "auto|native|mma_sync|cublaslt: the 8-bit GEMM lane"},
       {"OASR_QUANT_FUSION", "0 disarms every fused quantize producer (A/B attribution)"},
+      {"OASR_FUSED_ATTENTION",
+       "0 runs the CUDA encoder's self-attention unfused (products, softmax, copies; A/B)"},
       {"OASR_CPU_ISA",
        "auto|avx2|scalar: caps the CPU SIMD level the kernels dispatch to (A/B, tests); "
        "never raises it above what cpuid reports"},
@@ -58,6 +60,10 @@ std::string get_choice(const std::string& name, const std::vector<std::string>& 
 
 bool quant_fusion_enabled() {
   return get_bool("OASR_QUANT_FUSION", true);
+}
+
+bool fused_attention_enabled() {
+  return get_bool("OASR_FUSED_ATTENTION", true);
 }
 
 }  // namespace oasr::env

@@ -33,4 +33,9 @@ std::string get_choice(const std::string& name, const std::vector<std::string>& 
 // for A/B attribution; the arithmetic is bit-identical either way.
 bool quant_fusion_enabled();
 
+// OASR_FUSED_ATTENTION (default on): whether the CUDA encoder's relative-
+// position self-attention runs as one kernel (ops/attention.h). 0 runs the
+// unfused products, softmax and head copies, for A/B timing and accuracy.
+bool fused_attention_enabled();
+
 }  // namespace oasr::env

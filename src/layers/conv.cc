@@ -28,6 +28,18 @@ Tensor Conv2d::forward(const Tensor& x) const {
   return ops::conv2d(x, param("weight"), has_bias_ ? param("bias") : Tensor(), options_);
 }
 
+bool Conv2d::nhwc_served(const Tensor& x) const {
+  return !quantized() && !observed() && ops::conv2d_nhwc_served(x, param("weight"));
+}
+
+Tensor Conv2d::forward_nhwc_relu(const Tensor& x) const {
+  OASR_CHECK(nhwc_served(x), kInternal, path(),
+             ": the channels-last forward serves a full-precision CUDA layer only, got x ",
+             x.str());
+  return ops::conv2d_nhwc(x, param("weight"), has_bias_ ? param("bias") : Tensor(), options_,
+                          /*relu=*/true);
+}
+
 quant::GemmGeometry Conv2d::quant_geometry() const {
   quant::GemmGeometry g;
   g.kind = quant::LayerKind::kConv2d;
@@ -131,6 +143,12 @@ DepthwiseConv1d::DepthwiseConv1d(int64_t channels, int64_t kernel_size, bool bia
 Tensor DepthwiseConv1d::forward(const Tensor& x, int64_t pad_left, int64_t pad_right) const {
   return ops::depthwise_conv1d(x, param("weight"), has_bias_ ? param("bias") : Tensor(), pad_left,
                                pad_right);
+}
+
+Tensor DepthwiseConv1d::glu_forward_channels_last(const Tensor& x, int64_t pad_left,
+                                                  int64_t pad_right) const {
+  return ops::glu_depthwise_conv1d_channels_last(
+      x, param("weight"), has_bias_ ? param("bias") : Tensor(), pad_left, pad_right);
 }
 
 quant::GemmGeometry DepthwiseConv1d::quant_geometry() const {

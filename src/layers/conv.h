@@ -17,6 +17,12 @@ class Conv2d : public Module, public QuantizableLayer {
          int64_t padding_w = 0);
   Tensor forward(const Tensor& x) const;  // [B, Cin, H, W] -> [B, Cout, H', W']
   int64_t out_channels() const { return out_channels_; }
+  // Whether forward_nhwc_relu serves x [B, H, W, Cin]: a full-precision layer
+  // with no calibration observer, where ops::conv2d_nhwc_served says.
+  bool nhwc_served(const Tensor& x) const;
+  // relu(conv(x)) channels-last: [B, H, W, Cin] -> [B, H', W', Cout]. Refused
+  // where nhwc_served is false.
+  Tensor forward_nhwc_relu(const Tensor& x) const;
 
   quant::GemmGeometry quant_geometry() const override;
   std::string quant_refusal(const quant::QuantScheme& scheme) const override;
@@ -42,6 +48,9 @@ class DepthwiseConv1d : public Module, public QuantizableLayer {
  public:
   DepthwiseConv1d(int64_t channels, int64_t kernel_size, bool bias = true);
   Tensor forward(const Tensor& x, int64_t pad_left, int64_t pad_right) const;  // [B, C, T]
+  // GLU then this convolution over channels-last activations:
+  // [B, T, 2C] -> [B, T', C] (ops::glu_depthwise_conv1d_channels_last; CUDA).
+  Tensor glu_forward_channels_last(const Tensor& x, int64_t pad_left, int64_t pad_right) const;
   int64_t kernel_size() const { return kernel_size_; }
 
   quant::GemmGeometry quant_geometry() const override;

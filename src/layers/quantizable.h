@@ -122,6 +122,8 @@ class QuantizableLayer {
   // armed link is refused (calibrate with the links disarmed).
   void observe_input(const Tensor& x) const;
   void observe_input(const GemmInput& x) const;
+  // Whether a calibration observer is attached.
+  bool observed() const { return observer_ != nullptr; }
 
  private:
   // The 8-bit input of the scaled GEMM: x's own, refused unless it was

@@ -2,8 +2,10 @@
 
 #include <cmath>
 
+#include "core/env.h"
 #include "core/error.h"
 #include "models/u2pp_blocks.h"
+#include "ops/attention.h"
 #include "ops/elementwise.h"
 #include "ops/gemm.h"
 #include "ops/softmax.h"
@@ -98,35 +100,52 @@ RelPositionMultiHeadedAttention::Output RelPositionMultiHeadedAttention::forward
   OASR_CHECK(x.dim() == 3, kInvalidArgument, path(), ": x must be [B, T, D], got ",
              shape_str(x.shape()));
   const int64_t batch = x.size(0);
-  const int64_t steps = x.size(1);
-  Tensor k = split_heads(linear_k_->forward(x), heads_);  // [B, H, T, d_k]
-  Tensor v = split_heads(linear_v_->forward(x), heads_);
+  // The projections by head, [B, T, H, d_k], still in their [B, T, H * d_k]
+  // storage: the fused kernel reads each head in place.
+  const auto by_head = [&](const Tensor& t) {
+    return t.view({t.size(0), t.size(1), heads_, d_k_});
+  };
+  Tensor q = by_head(linear_q_->forward(x));
+  Tensor k = by_head(linear_k_->forward(x));
+  Tensor v = by_head(linear_v_->forward(x));
   if (att_cache.defined() && att_cache.numel() > 0) {
     OASR_CHECK(att_cache.dim() == 4 && att_cache.size(0) == batch && att_cache.size(1) == heads_ &&
                    att_cache.size(3) == 2 * d_k_,
                kInvalidArgument, path(), ": att_cache must be [", batch, ", ", heads_,
                ", cached frames, ", 2 * d_k_, "], got ", shape_str(att_cache.shape()));
-    k = concat({att_cache.narrow(3, 0, d_k_), k}, 2);
-    v = concat({att_cache.narrow(3, d_k_, d_k_), v}, 2);
+    // The cache is [B, H, cached, 2 * d_k]: keys, then values.
+    k = concat({att_cache.narrow(3, 0, d_k_), k.transpose(1, 2)}, 2).transpose(1, 2);
+    v = concat({att_cache.narrow(3, d_k_, d_k_), v.transpose(1, 2)}, 2).transpose(1, 2);
   }
-  const int64_t keys = k.size(2);
+  const int64_t keys = k.size(1);
   OASR_CHECK(pos_emb.dim() == 3 && pos_emb.size(0) == 1 && pos_emb.size(1) == keys,
              kInvalidArgument, path(), ": pos_emb must be [1, ", keys,
              ", D] (one row per key), got ", shape_str(pos_emb.shape()));
+  const Tensor p = by_head(linear_pos_->forward(pos_emb));  // [1, Tk, H, d_k]
 
-  // (q + pos_bias_u) and (q + pos_bias_v), both [B, H, T, d_k].
-  const Tensor q = linear_q_->forward(x).view({batch, steps, heads_, d_k_});
+  Output output;
+  if (return_cache) output.cache = concat({k.transpose(1, 2), v.transpose(1, 2)}, 3);
+  if (q.device().is_cuda() && env::fused_attention_enabled()) {
+    ops::RelPositionAttentionInputs in{
+        q, k, v, p, param("pos_bias_u"), param("pos_bias_v"), mask, score_scale_};
+    if (ops::rel_position_attention_fusable(in)) {
+      output.out = linear_out_->forward(ops::rel_position_attention(in));
+      return output;
+    }
+  }
+  // Unfused: (q + pos_bias_u) and (q + pos_bias_v) as [B, H, T, d_k]; the
+  // positions repeated per batch row.
   const Tensor q_u = ops::add(q, param("pos_bias_u")).transpose(1, 2).contiguous();
   const Tensor q_v = ops::add(q, param("pos_bias_v")).transpose(1, 2).contiguous();
-  Tensor p = split_heads(linear_pos_->forward(pos_emb), heads_);  // [1, H, Tk, d_k]
-  if (batch > 1) p = concat(std::vector<Tensor>(static_cast<size_t>(batch), p), 0);
+  const Tensor k_heads = k.transpose(1, 2).contiguous();  // [B, H, Tk, d_k]
+  const Tensor v_heads = v.transpose(1, 2).contiguous();
+  Tensor p_heads = p.transpose(1, 2).contiguous();  // [1, H, Tk, d_k]
+  if (batch > 1) p_heads = concat(std::vector<Tensor>(static_cast<size_t>(batch), p_heads), 0);
 
-  const Tensor content = ops::matmul(q_u, k, /*transpose_b=*/true);
-  const Tensor position = ops::matmul(q_v, p, /*transpose_b=*/true);
+  const Tensor content = ops::matmul(q_u, k_heads, /*transpose_b=*/true);
+  const Tensor position = ops::matmul(q_v, p_heads, /*transpose_b=*/true);
   const Tensor scores = ops::scale(ops::add(content, position), score_scale_);
-  Output output;
-  output.out = attend(scores, v, mask);
-  if (return_cache) output.cache = concat({k, v}, 3);
+  output.out = attend(scores, v_heads, mask);
   return output;
 }
 

@@ -6,6 +6,7 @@
 
 #include "core/error.h"
 #include "ops/activation.h"
+#include "ops/conv2d.h"
 #include "ops/elementwise.h"
 #include "ops/glu.h"
 #include "ops/sequence_mask.h"
@@ -63,13 +64,27 @@ Tensor Conv2dSubsampling::forward(const Tensor& x) const {
   OASR_CHECK(x.size(1) >= min_input_frames(), kInvalidArgument, path(), ": ", x.size(1),
              " feature frames are too few for the subsampling (it needs at least ",
              min_input_frames(), ")");
-  Tensor y = x.unsqueeze(1);  // [B, 1, T, F]
-  for (const Stage& stage : stages_) {
-    y = stage.conv->forward(y);
+  const int64_t batch = x.size(0);
+  // CUDA, full precision: channels-last from the features ([B, T, F] is
+  // [B, T, F, 1] NHWC) to the flatten, each ReLU inside its convolution, so
+  // no layout copy runs between the stages. The stages from the first one it
+  // does not serve (a quantized convolution) run NCHW.
+  Tensor y = x.unsqueeze(3);
+  size_t channels_last = 0;
+  while (channels_last < stages_.size() && stages_[channels_last].conv->nhwc_served(y)) {
+    y = stages_[channels_last++].conv->forward_nhwc_relu(y);
+  }
+  if (channels_last == stages_.size()) {
+    // [B, T', F', C] -> [B, T', C * F'], channel-major within a frame as WeNet flattens.
+    return ops::scale(projection_->forward(ops::flatten_nhwc_channel_major(y)), xscale_);
+  }
+  // [B, T, F, C] -> [B, C, T, F] (the features themselves when no stage ran).
+  y = channels_last == 0 ? x.unsqueeze(1) : y.transpose(2, 3).transpose(1, 2).contiguous();
+  for (size_t i = channels_last; i < stages_.size(); ++i) {
+    y = stages_[i].conv->forward(y);
     ops::activation_inplace(y, Activation::kRelu);
   }
   // [B, C, T', F'] -> [B, T', C * F'], channel-major within a frame as WeNet flattens.
-  const int64_t batch = y.size(0);
   const int64_t frames = y.size(2);
   const Tensor flat = y.transpose(1, 2).contiguous().view({batch, frames, y.size(1) * y.size(3)});
   return ops::scale(projection_->forward(flat), xscale_);
@@ -138,12 +153,18 @@ ConvolutionModule::Output ConvolutionModule::forward(const Tensor& x,
   } else {
     pad_left = pad_right = (kernel_size_ - 1) / 2;
   }
-  const Tensor gated = ops::glu(pointwise_conv1_->forward(input), -1);  // [B, T + lorder, C]
-  // The depthwise convolution runs over time in channels-first layout.
-  const Tensor convolved =
-      depthwise_conv_->forward(gated.transpose(1, 2).contiguous(), pad_left, pad_right)
-          .transpose(1, 2)
-          .contiguous();  // [B, T, C]
+  const Tensor expanded = pointwise_conv1_->forward(input);  // [B, T + lorder, 2C]
+  Tensor convolved;                                          // [B, T, C]
+  if (expanded.device().is_cuda()) {
+    // One pass, channels-last: the same bits as the three steps below.
+    convolved = depthwise_conv_->glu_forward_channels_last(expanded, pad_left, pad_right);
+  } else {
+    // The depthwise convolution runs over time in channels-first layout.
+    const Tensor gated = ops::glu(expanded, -1);
+    convolved = depthwise_conv_->forward(gated.transpose(1, 2).contiguous(), pad_left, pad_right)
+                    .transpose(1, 2)
+                    .contiguous();
+  }
   OASR_CHECK(convolved.size(1) == frames, kInternal, path(), ": depthwise output has ",
              convolved.size(1), " frames, expected ", frames);
   Tensor normalized =

@@ -9,9 +9,11 @@
 
 namespace oasr::ops {
 
-Tensor conv2d(const Tensor& x, const Tensor& weight, const Tensor& bias,
-              const Conv2dOptions& options) {
-  constexpr const char* kOp = "conv2d";
+namespace {
+
+// The checked geometry of one convolution; `nhwc` says x is [N, H, W, Cin].
+cpu::Conv2dShape checked_shape(const char* kOp, const Tensor& x, const Tensor& weight,
+                               const Tensor& bias, const Conv2dOptions& options, bool nhwc) {
   detail::check_defined(kOp, "x", x);
   detail::check_defined(kOp, "weight", weight);
   const Device device = detail::serving_device(kOp, {{"x", x}, {"weight", weight}, {"bias", bias}});
@@ -29,9 +31,9 @@ Tensor conv2d(const Tensor& x, const Tensor& weight, const Tensor& bias,
 
   cpu::Conv2dShape shape;
   shape.batch = x.size(0);
-  shape.in_channels = x.size(1);
-  shape.in_h = x.size(2);
-  shape.in_w = x.size(3);
+  shape.in_channels = x.size(nhwc ? 3 : 1);
+  shape.in_h = x.size(nhwc ? 1 : 2);
+  shape.in_w = x.size(nhwc ? 2 : 3);
   shape.out_channels = weight.size(0);
   shape.kernel_h = weight.size(2);
   shape.kernel_w = weight.size(3);
@@ -61,6 +63,16 @@ Tensor conv2d(const Tensor& x, const Tensor& weight, const Tensor& bias,
   shape.out_w = (padded_w - shape.kernel_w) / shape.stride_w + 1;
 
   detail::check_same_dtype(kOp, {{"x", x}, {"weight", weight}, {"bias", bias}});
+  return shape;
+}
+
+}  // namespace
+
+Tensor conv2d(const Tensor& x, const Tensor& weight, const Tensor& bias,
+              const Conv2dOptions& options) {
+  constexpr const char* kOp = "conv2d";
+  const cpu::Conv2dShape shape = checked_shape(kOp, x, weight, bias, options, /*nhwc=*/false);
+  const Device device = x.device();
 
   Tensor out =
       Tensor::empty({shape.batch, shape.out_channels, shape.out_h, shape.out_w}, x.dtype(), device);
@@ -77,6 +89,63 @@ Tensor conv2d(const Tensor& x, const Tensor& weight, const Tensor& bias,
   cpu::conv2d_f32(x_c.data<float>(), weight_c.data<float>(),
                   bias_c.defined() ? bias_c.data<float>() : nullptr, out.data<float>(), shape);
   return out;
+}
+
+Tensor flatten_nhwc_channel_major(const Tensor& y) {
+  constexpr const char* kOp = "flatten_nhwc_channel_major";
+  detail::check_defined(kOp, "y", y);
+  detail::check_rank(kOp, "y", y, 4);
+  const Shape flat{y.size(0), y.size(1), y.size(3) * y.size(2)};
+#if OASR_WITH_CUDA
+  if (y.device().is_cuda() && y.size(2) * y.size(3) < (int64_t{1} << 31)) {
+    Tensor out = Tensor::empty(flat, y.dtype(), y.device());
+    cuda::flatten_channel_major(y.contiguous(), out);
+    return out;
+  }
+#endif
+  return y.transpose(2, 3).contiguous().view(flat);
+}
+
+bool conv2d_nhwc_served(const Tensor& x, const Tensor& weight) {
+#if OASR_WITH_CUDA
+  if (!x.defined() || !weight.defined() || !x.device().is_cuda() || x.dim() != 4 ||
+      weight.dim() != 4) {
+    return false;
+  }
+  return cuda::conv2d_nhwc_served(x.size(3), weight.size(0), weight.size(2), weight.size(3),
+                                  x.dtype());
+#else
+  (void)x;
+  (void)weight;
+  return false;
+#endif
+}
+
+Tensor conv2d_nhwc(const Tensor& x, const Tensor& weight, const Tensor& bias,
+                   const Conv2dOptions& options, bool relu) {
+  constexpr const char* kOp = "conv2d_nhwc";
+  const cpu::Conv2dShape shape = checked_shape(kOp, x, weight, bias, options, /*nhwc=*/true);
+  OASR_CHECK(conv2d_nhwc_served(x, weight), kUnsupported, kOp,
+             ": served on CUDA for float16/bfloat16/float32 with Cout a multiple of 8 and Cin "
+             "either 1 or a multiple of 8; got x ",
+             x.str(), " and weight ", weight.str(), " (use ops::conv2d on NCHW)");
+#if OASR_WITH_CUDA
+  Tensor out = Tensor::empty({shape.batch, shape.out_h, shape.out_w, shape.out_channels}, x.dtype(),
+                             x.device());
+  // [Cout, Cin, KH, KW] -> [Cout, KH, KW, Cin]: the patch order of NHWC rows.
+  const Tensor weight_krsc =
+      weight.contiguous()
+          .view({shape.out_channels, shape.in_channels, shape.kernel_h * shape.kernel_w})
+          .transpose(1, 2)
+          .contiguous();
+  cuda::conv2d_nhwc(x.contiguous(), weight_krsc, bias.defined() ? bias.contiguous() : Tensor(), out,
+                    shape, relu);
+  return out;
+#else
+  (void)relu;
+  (void)shape;
+  OASR_THROW(kInternal, kOp, ": no body in this build");
+#endif
 }
 
 }  // namespace oasr::ops

@@ -23,4 +23,19 @@ struct Conv2dOptions {
 Tensor conv2d(const Tensor& x, const Tensor& weight, const Tensor& bias,
               const Conv2dOptions& options = {});
 
+// The same convolution over channels-last tensors, with an optional ReLU:
+// x [N, H, W, Cin], weight [Cout, Cin, KH, KW] (PyTorch's layout), bias [Cout]
+// or undefined -> [N, Hout, Wout, Cout], max(0, .) applied before the one
+// rounding when `relu`. Keeping a stack of convolutions channels-last needs
+// no layout copies between them. CUDA only (see ops/cuda/conv2d.h), where
+// conv2d_nhwc_served says; refused elsewhere.
+bool conv2d_nhwc_served(const Tensor& x, const Tensor& weight);
+Tensor conv2d_nhwc(const Tensor& x, const Tensor& weight, const Tensor& bias,
+                   const Conv2dOptions& options, bool relu);
+
+// y [N, H, W, C] -> [N, H, C * W], channel-major within each row: what
+// flattening the NCHW tensor as x.transpose(1, 2).reshape(N, H, C * W) gives
+// (WeNet's subsampling flatten). Any device; exact copies.
+Tensor flatten_nhwc_channel_major(const Tensor& y);
+
 }  // namespace oasr::ops

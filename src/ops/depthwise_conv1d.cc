@@ -3,6 +3,7 @@
 #include "core/error.h"
 #include "ops/cpu/depthwise_conv1d.h"
 #include "ops/front_checks.h"
+#include "ops/glu.h"
 #if OASR_WITH_CUDA
 #include "ops/cuda/depthwise_conv1d.h"
 #endif
@@ -60,6 +61,57 @@ Tensor depthwise_conv1d(const Tensor& x, const Tensor& weight, const Tensor& bia
   cpu::depthwise_conv1d_f32(x_c.data<float>(), weight_c.data<float>(),
                             bias_c.defined() ? bias_c.data<float>() : nullptr, out.data<float>(),
                             batch, channels, length, kernel, pad_left, out_length);
+  return out;
+}
+
+Tensor glu_depthwise_conv1d_channels_last(const Tensor& x, const Tensor& weight, const Tensor& bias,
+                                          int64_t pad_left, int64_t pad_right) {
+  constexpr const char* kOp = "glu_depthwise_conv1d_channels_last";
+  detail::check_defined(kOp, "x", x);
+  detail::check_defined(kOp, "weight", weight);
+  const Device device = detail::serving_device(kOp, {{"x", x}, {"weight", weight}, {"bias", bias}});
+  OASR_CHECK(device.is_cuda(), kUnsupported, kOp,
+             ": served on CUDA only; on the CPU run glu then depthwise_conv1d");
+  detail::check_float(kOp, "x", x, device);
+  detail::check_float(kOp, "weight", weight, device);
+  detail::check_rank(kOp, "x", x, 3);
+  detail::check_rank(kOp, "weight", weight, 3);
+  const int64_t batch = x.size(0);
+  const int64_t length = x.size(1);
+  const int64_t channels = weight.size(0);
+  const int64_t kernel = weight.size(2);
+  OASR_CHECK(x.size(2) == 2 * channels && weight.size(1) == 1 && kernel >= 1, kInvalidArgument, kOp,
+             ": x must be [B, T, 2C] for weight [C, 1, K]; got x ", shape_str(x.shape()),
+             " and weight ", shape_str(weight.shape()));
+  OASR_CHECK(pad_left >= 0 && pad_right >= 0, kInvalidArgument, kOp,
+             ": padding must be >= 0, got (left ", pad_left, ", right ", pad_right, ")");
+  const int64_t padded = length + pad_left + pad_right;
+  OASR_CHECK(padded >= kernel, kInvalidArgument, kOp, ": kernel size ", kernel,
+             " is larger than the padded input length ", padded);
+  if (bias.defined()) {
+    detail::check_float(kOp, "bias", bias, device);
+    OASR_CHECK(bias.dim() == 1 && bias.size(0) == channels, kInvalidArgument, kOp,
+               ": bias must be [", channels, "], got ", shape_str(bias.shape()));
+  }
+  detail::check_same_dtype(kOp, {{"x", x}, {"weight", weight}, {"bias", bias}});
+  const int64_t out_length = padded - kernel + 1;
+#if OASR_WITH_CUDA
+  if (kernel > cuda::kMaxGluKernel || length >= (int64_t{1} << 30) || batch > 65535) {
+    // Beyond the fused kernel's tile: the composition it equals.
+    const Tensor gated = glu(x, -1).transpose(1, 2).contiguous();
+    return depthwise_conv1d(gated, weight, bias, pad_left, pad_right).transpose(1, 2).contiguous();
+  }
+#endif
+  Tensor out = Tensor::empty({batch, out_length, channels}, x.dtype(), device);
+#if OASR_WITH_CUDA
+  const Tensor x_c = x.contiguous();
+  const Tensor weight_c = weight.contiguous();
+  const Tensor bias_c = bias.defined() ? bias.contiguous() : Tensor();
+  cuda::glu_depthwise_conv1d_channels_last(x_c.raw_data(), weight_c.raw_data(),
+                                           bias_c.defined() ? bias_c.raw_data() : nullptr,
+                                           out.raw_data(), x.dtype(), device.index, batch, channels,
+                                           length, kernel, pad_left, out_length);
+#endif
   return out;
 }
 

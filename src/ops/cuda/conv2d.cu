@@ -5,6 +5,7 @@
 #include "core/cuda/device_guard.h"
 #include "ops/cuda/cuda_common.cuh"
 #include "ops/cuda/gemm.h"
+#include "ops/cuda/transpose_tiles.cuh"
 
 namespace oasr::ops::cuda {
 namespace {
@@ -98,31 +99,6 @@ __global__ void im2col_tiled_kernel(const T* x, T* columns, int rows, int patch,
     if (out_row < rows && col < patch) {
       columns[static_cast<int64_t>(out_row) * patch + col] = tile[threadIdx.x][r];
     }
-  }
-}
-
-// out[b, c, p] = in[b, p, c] for `images` matrices of [positions, channels]:
-// a 32x32 tile through shared memory so both the reads and the writes are
-// coalesced (the generic strided copy writes one of them with a stride).
-constexpr int kTile = 32;
-constexpr int kTileRows = 8;
-
-template <typename T>
-__global__ void transpose_tiles_kernel(const T* in, T* out, int positions, int channels) {
-  __shared__ T tile[kTile][kTile + 1];  // +1: no shared-memory bank conflicts
-  const int image = blockIdx.z;
-  const T* src = in + static_cast<int64_t>(image) * positions * channels;
-  T* dst = out + static_cast<int64_t>(image) * positions * channels;
-  const int c = blockIdx.x * kTile + threadIdx.x;
-  for (int r = threadIdx.y; r < kTile; r += kTileRows) {
-    const int p = blockIdx.y * kTile + r;
-    if (p < positions && c < channels) tile[r][threadIdx.x] = src[p * channels + c];
-  }
-  __syncthreads();
-  const int p = blockIdx.y * kTile + threadIdx.x;
-  for (int r = threadIdx.y; r < kTile; r += kTileRows) {
-    const int c_out = blockIdx.x * kTile + r;
-    if (p < positions && c_out < channels) dst[c_out * positions + p] = tile[threadIdx.x][r];
   }
 }
 

@@ -20,4 +20,15 @@ void depthwise_conv1d(const void* x, const void* weight, const void* bias, void*
                       int device_index, int64_t batch, int64_t channels, int64_t length,
                       int64_t kernel, int64_t pad_left, int64_t out_length);
 
+// x [batch, length, 2 * channels] -> out [batch, out_length, channels]:
+// out[b, t, c] = sum_k weight[c, k] * g[b, t + k - pad_left, c] (+ bias[c]) with
+// g[b, s, c] = x[b, s, c] * sigmoid(x[b, s, channels + c]) rounded to the
+// dtype (ops/cuda/glu.cu's formula), the taps summed as above. Kernels of up
+// to kMaxGluKernel taps (the shared-memory tile holds the halo).
+inline constexpr int64_t kMaxGluKernel = 63;
+void glu_depthwise_conv1d_channels_last(const void* x, const void* weight, const void* bias,
+                                        void* out, DType dtype, int device_index, int64_t batch,
+                                        int64_t channels, int64_t length, int64_t kernel,
+                                        int64_t pad_left, int64_t out_length);
+
 }  // namespace oasr::ops::cuda

@@ -28,6 +28,11 @@ namespace {
 // split-K variants cuBLASLt picks for tall-skinny shapes).
 constexpr size_t kWorkspaceBytes = size_t{32} << 20;
 
+// The row count whose heuristic algorithm serves every linear of a weight
+// shape (ops/cuda/gemm.h: batch invariance): a batch of about 64 ten-second
+// utterances after 4x subsampling, where the encoder spends its GEMM time.
+constexpr int64_t kInvariantRows = 16384;
+
 // One GEMM in cuBLAS's column-major terms: D[m, n] = op(A)[m, k] B[k, n]
 // (+ bias[m]) (+ D when accumulate), for `batch` matrices at fixed strides.
 struct GemmProblem {
@@ -43,6 +48,10 @@ struct GemmProblem {
   int64_t ldd, stride_d;
   const void* bias;  // m elements of dtype, or null
   bool accumulate;   // beta = 1, D holds C on entry (the bias fallback)
+  // > 0: the algorithm is the one the heuristic picks for n = heuristic_n,
+  // with split-K off, whatever n is; so a column of D (a row of a linear's
+  // output) is computed by the same kernel in the same K order for every n.
+  int64_t heuristic_n;
 };
 
 std::string describe(const GemmProblem& p) {
@@ -154,7 +163,7 @@ struct GemmPlan {
   bool has_algorithm = false;
 };
 
-using PlanKey = std::array<int64_t, 18>;
+using PlanKey = std::array<int64_t, 19>;
 
 PlanKey plan_key(const GemmProblem& p, int device_index, uint32_t align_a, uint32_t align_b,
                  uint32_t align_d) {
@@ -175,7 +184,8 @@ PlanKey plan_key(const GemmProblem& p, int device_index, uint32_t align_a, uint3
           p.accumulate ? 1 : 0,
           align_a,
           align_b,
-          align_d};
+          align_d,
+          p.heuristic_n};
 }
 
 std::unique_ptr<GemmPlan> make_plan(const GemmProblem& p, LtContext& context, uint32_t align_a,
@@ -229,6 +239,40 @@ std::unique_ptr<GemmPlan> make_plan(const GemmProblem& p, LtContext& context, ui
         "cublasLtMatmulPreferenceSetAttribute(MIN_ALIGNMENT)", p);
   }
 
+  if (p.heuristic_n > 0 && p.heuristic_n != p.n) {
+    // Ask about the canonical n, then run that algorithm on the real one.
+    MatrixLayout query_b;
+    MatrixLayout query_d;
+    make_layout(query_b, type, p.k, p.heuristic_n, p.ldb, p.batch, p.stride_b, p);
+    make_layout(query_d, type, p.m, p.heuristic_n, p.ldd, p.batch, p.stride_d, p);
+    cublasLtMatmulHeuristicResult_t heuristic{};
+    int found = 0;
+    const cublasStatus_t status = cublasLtMatmulAlgoGetHeuristic(
+        context.handle, plan->desc.desc, plan->layout_a.layout, query_b.layout, query_d.layout,
+        query_d.layout, preference.pref, 1, &heuristic, &found);
+    if (status == CUBLAS_STATUS_SUCCESS && found > 0) {
+      cublasLtMatmulAlgo_t algo = heuristic.algo;
+      const int32_t one_split = 1;
+      const uint32_t no_reduction = CUBLASLT_REDUCTION_SCHEME_NONE;
+      cublasLtMatmulHeuristicResult_t checked{};
+      if (cublasLtMatmulAlgoConfigSetAttribute(&algo, CUBLASLT_ALGO_CONFIG_SPLITK_NUM, &one_split,
+                                               sizeof(one_split)) == CUBLAS_STATUS_SUCCESS &&
+          cublasLtMatmulAlgoConfigSetAttribute(&algo, CUBLASLT_ALGO_CONFIG_REDUCTION_SCHEME,
+                                               &no_reduction,
+                                               sizeof(no_reduction)) == CUBLAS_STATUS_SUCCESS &&
+          cublasLtMatmulAlgoCheck(context.handle, plan->desc.desc, plan->layout_a.layout,
+                                  plan->layout_b.layout, plan->layout_d.layout,
+                                  plan->layout_d.layout, &algo,
+                                  &checked) == CUBLAS_STATUS_SUCCESS &&
+          checked.workspaceSize <= kWorkspaceBytes) {
+        plan->algo = algo;
+        plan->has_algorithm = true;
+        return plan;
+      }
+    }
+    // The canonical algorithm cannot run this problem: the heuristic's own
+    // choice for it below (correct, but not row-invariant).
+  }
   cublasLtMatmulHeuristicResult_t heuristic{};
   int found = 0;
   const cublasStatus_t status = cublasLtMatmulAlgoGetHeuristic(
@@ -238,6 +282,18 @@ std::unique_ptr<GemmPlan> make_plan(const GemmProblem& p, LtContext& context, ui
   check_lt(status, "cublasLtMatmulAlgoGetHeuristic", p);
   OASR_CHECK(found > 0, kUnsupported, p.op, ": cuBLASLt has no algorithm for ", describe(p));
   plan->algo = heuristic.algo;
+  if (p.heuristic_n > 0) {
+    // n == heuristic_n: the same algorithm the other n run, split-K off.
+    const int32_t one_split = 1;
+    const uint32_t no_reduction = CUBLASLT_REDUCTION_SCHEME_NONE;
+    check_lt(cublasLtMatmulAlgoConfigSetAttribute(&plan->algo, CUBLASLT_ALGO_CONFIG_SPLITK_NUM,
+                                                  &one_split, sizeof(one_split)),
+             "cublasLtMatmulAlgoConfigSetAttribute(SPLITK_NUM)", p);
+    check_lt(
+        cublasLtMatmulAlgoConfigSetAttribute(&plan->algo, CUBLASLT_ALGO_CONFIG_REDUCTION_SCHEME,
+                                             &no_reduction, sizeof(no_reduction)),
+        "cublasLtMatmulAlgoConfigSetAttribute(REDUCTION_SCHEME)", p);
+  }
   plan->has_algorithm = true;
   return plan;
 }
@@ -337,6 +393,8 @@ void linear(const void* x, const void* weight, const void* bias, void* out, DTyp
   p.d = out;  // row-major [rows, N] = column-major [N, rows]
   p.ldd = out_features;
   p.accumulate = false;
+  // Batch invariance: one algorithm per weight shape, whatever the row count.
+  p.heuristic_n = kInvariantRows;
   // A bias view can start at any element; the epilogue is only trusted with
   // a 16-byte aligned bias (its kernels may load the vector in 16 bytes).
   const bool epilogue_bias = bias != nullptr && reinterpret_cast<uintptr_t>(bias) % 16 == 0;

@@ -15,6 +15,10 @@ namespace oasr::ops::cuda {
 
 // out[r, n] = sum_k x[r, k] * weight[n, k] (+ bias[n] when bias is not null).
 // in_features = 0 gives the bias (or zeros); no rows or no outputs do nothing.
+// Batch invariant: every row count runs the algorithm cuBLASLt's heuristic
+// picks for one canonical row count, with split-K off, so a row's bits do not
+// depend on how many rows share the call (unless that algorithm cannot run a
+// shape, when the shape's own heuristic choice serves it).
 void linear(const void* x, const void* weight, const void* bias, void* out, DType dtype,
             int device_index, int64_t rows, int64_t out_features, int64_t in_features);
 

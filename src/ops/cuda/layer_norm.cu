@@ -6,19 +6,33 @@
 namespace oasr::ops::cuda {
 namespace {
 
-// Blocks stride over the rows; the row math is layer_norm_row.cuh's, shared
-// with the fused quantize producers (quant/kernels/cuda/norm_quant.cu).
-template <typename T, bool kFusedAdd>
+// Groups (a warp or a block, layer_norm_row.cuh's row_launch) stride over
+// the rows; the row math is layer_norm_row.cuh's, shared with the fused
+// quantize producers (quant/kernels/cuda/norm_quant.cu).
+template <typename T, bool kFusedAdd, RowMode kMode>
 __global__ void layer_norm_kernel(const T* x, const T* residual, float alpha, const T* weight,
                                   const T* bias, float eps, T* sum, T* out, int64_t rows,
                                   int64_t features) {
   __shared__ float scratch[32];
-  for (int64_t row = blockIdx.x; row < rows; row += gridDim.x) {
+  const RowGroup<kMode != RowMode::kBlock> group;
+  for (int64_t row = group.first_row(); row < rows; row += group.row_step()) {
     const int64_t offset = row * features;
-    const LayerNormRow<T> stats =
-        layer_norm_row_stats<T, kFusedAdd>(x, residual, alpha, sum, offset, features, eps, scratch);
-    for (int64_t d = threadIdx.x; d < features; d += blockDim.x) {
-      out[offset + d] = from_float<T>(layer_norm_row_value(stats, weight, bias, d));
+    if constexpr (kMode == RowMode::kWarpRegisters) {
+      const RegisterRow values =
+          layer_norm_register_row<T, kFusedAdd>(x, residual, alpha, sum, offset, features, eps);
+#pragma unroll
+      for (int j = 0; j < kRegisterValues; ++j) {
+        const int64_t d = group.lane() + 32 * j;
+        if (d < features) {
+          out[offset + d] = from_float<T>(register_row_value(values, weight, bias, j, d));
+        }
+      }
+    } else {
+      const LayerNormRow<T> stats = layer_norm_row_stats<T, kFusedAdd>(
+          group, x, residual, alpha, sum, offset, features, eps, scratch);
+      for (int64_t d = group.lane(); d < features; d += group.width()) {
+        out[offset + d] = from_float<T>(layer_norm_row_value(stats, weight, bias, d));
+      }
     }
   }
 }
@@ -36,14 +50,27 @@ void launch(const char* op, const Tensor& x, const Tensor& residual, float alpha
   const int64_t features = x.size(-1);
   const int64_t rows = x.numel() / features;
   use_device(x.device().index);
+  const RowLaunch geometry = row_launch(rows, features);
   dispatch_float(x.dtype(), op, [&](auto tag) {
     using T = decltype(tag);
-    layer_norm_kernel<T, kFusedAdd>
-        <<<grid_for_rows(rows), threads_for_row(features), 0, current_stream()>>>(
-            static_cast<const T*>(x.raw_data()), data_or_null<T>(residual), alpha,
-            data_or_null<T>(weight), data_or_null<T>(bias), eps,
-            sum.defined() ? static_cast<T*>(sum.raw_data()) : nullptr,
-            static_cast<T*>(out.raw_data()), rows, features);
+    const auto run = [&](auto kernel) {
+      kernel<<<geometry.blocks, geometry.threads, 0, current_stream()>>>(
+          static_cast<const T*>(x.raw_data()), data_or_null<T>(residual), alpha,
+          data_or_null<T>(weight), data_or_null<T>(bias), eps,
+          sum.defined() ? static_cast<T*>(sum.raw_data()) : nullptr,
+          static_cast<T*>(out.raw_data()), rows, features);
+    };
+    switch (geometry.mode) {
+      case RowMode::kWarpRegisters:
+        run(layer_norm_kernel<T, kFusedAdd, RowMode::kWarpRegisters>);
+        break;
+      case RowMode::kWarp:
+        run(layer_norm_kernel<T, kFusedAdd, RowMode::kWarp>);
+        break;
+      case RowMode::kBlock:
+        run(layer_norm_kernel<T, kFusedAdd, RowMode::kBlock>);
+        break;
+    }
   });
   check_launch(op);
 }

@@ -3,8 +3,9 @@
 // out) hold `rows` rows of x.size(-1) features; weight and bias are [D] or
 // undefined (then 1 and 0).
 //
-// One block per row, everything in float32:
-//   mean = (sum_d v_d) / D                 block reduction (warp shuffles)
+// One warp per row (rows of up to 1024 features; a block per row beyond),
+// everything in float32:
+//   mean = (sum_d v_d) / D                 group reduction (warp shuffles)
 //   var  = (sum_d (v_d - mean)^2) / D      second pass, biased like PyTorch
 //   rstd = 1 / sqrt(var + eps)             correctly rounded sqrt and divide
 //   y_d  = ((v_d - mean) * rstd) * w_d + b_d, each operation rounded, then

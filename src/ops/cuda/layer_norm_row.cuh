@@ -1,14 +1,76 @@
 // The row math of the CUDA LayerNorm (ops/cuda/layer_norm.h documents it),
 // as device functions shared by ops/cuda/layer_norm.cu and the fused
 // quantize producers (quant/kernels/cuda/norm_quant.cu): both run this very
-// code with the same launch geometry (grid_for_rows / threads_for_row), so
-// the block reductions sum in the same order and the fused producers see the
-// same mean, rstd and y_d bits as ops::cuda::layer_norm.
+// code with the same launch geometry (row_launch below), so the reductions
+// sum in the same order and the fused producers see the same mean, rstd and
+// y_d bits as ops::cuda::layer_norm.
+//
+// Rows of at most kWarpRowFeatures features take one warp each, several rows
+// per block, reduced with warp shuffles alone (no barriers: a block per row
+// of 256 features left the GPU waiting on __syncthreads); wider rows take a
+// block each. Either way a row's reduction order depends on its width only.
 #pragma once
 
 #include "ops/cuda/cuda_common.cuh"
 
 namespace oasr::ops::cuda {
+
+inline constexpr int64_t kWarpRowFeatures = 1024;
+inline constexpr int kWarpRowsPerBlock = 8;
+
+// The threads that share one row: a warp (kWarpRows) or the whole block.
+template <bool kWarpRows>
+struct RowGroup {
+  __device__ int lane() const {
+    return kWarpRows ? static_cast<int>(threadIdx.x & 31u) : static_cast<int>(threadIdx.x);
+  }
+  __device__ int width() const { return kWarpRows ? 32 : static_cast<int>(blockDim.x); }
+  // This thread's first row and the step between its rows.
+  __device__ int64_t first_row() const {
+    return kWarpRows ? static_cast<int64_t>(blockIdx.x) * kWarpRowsPerBlock + (threadIdx.x >> 5)
+                     : static_cast<int64_t>(blockIdx.x);
+  }
+  __device__ int64_t row_step() const {
+    return kWarpRows ? static_cast<int64_t>(gridDim.x) * kWarpRowsPerBlock
+                     : static_cast<int64_t>(gridDim.x);
+  }
+  // Every thread of the group gets the result; `scratch` is 32 floats of
+  // shared memory (unused by warp rows).
+  template <typename Op>
+  __device__ float reduce(float value, Op op, float identity, float* scratch) const {
+    if constexpr (kWarpRows) {
+      (void)identity;
+      (void)scratch;
+      return warp_reduce(value, op);
+    } else {
+      return block_reduce(value, op, identity, scratch);
+    }
+  }
+};
+
+// Warp rows of at most kRegisterRowFeatures features keep each lane's values
+// in registers (kRegisterValues per lane), so the row is read from memory
+// once instead of three times; the arithmetic, and so every bit, is the warp
+// path's.
+inline constexpr int kRegisterValues = 8;
+inline constexpr int64_t kRegisterRowFeatures = 32 * kRegisterValues;
+
+enum class RowMode { kBlock, kWarp, kWarpRegisters };
+
+// The launch both kernels use for `rows` rows of `features`.
+struct RowLaunch {
+  unsigned int blocks;
+  int threads;
+  RowMode mode;
+};
+inline RowLaunch row_launch(int64_t rows, int64_t features) {
+  if (features <= kWarpRowFeatures) {
+    return {grid_for_rows((rows + kWarpRowsPerBlock - 1) / kWarpRowsPerBlock),
+            32 * kWarpRowsPerBlock,
+            features <= kRegisterRowFeatures ? RowMode::kWarpRegisters : RowMode::kWarp};
+  }
+  return {grid_for_rows(rows), threads_for_row(features), RowMode::kBlock};
+}
 
 // One row's normalization: the values normalized (x, or the residual sum as
 // stored) with their mean and 1 / sqrt(var + eps).
@@ -23,10 +85,10 @@ struct LayerNormRow {
 // sum_d = residual_d + alpha * x_d, stores it rounded to T and normalizes
 // what it stored; each thread rereads only the elements it wrote itself, so
 // no barrier is needed between the store and the later passes. Every thread
-// of the block must call it (block reductions; `scratch` is 32 floats of
-// shared memory).
-template <typename T, bool kFusedAdd>
-__device__ __forceinline__ LayerNormRow<T> layer_norm_row_stats(const T* x, const T* residual,
+// of the group must call it (`scratch` is 32 floats of shared memory).
+template <typename T, bool kFusedAdd, bool kWarpRows>
+__device__ __forceinline__ LayerNormRow<T> layer_norm_row_stats(RowGroup<kWarpRows> group,
+                                                                const T* x, const T* residual,
                                                                 float alpha, T* sum, int64_t offset,
                                                                 int64_t features, float eps,
                                                                 float* scratch) {
@@ -34,7 +96,7 @@ __device__ __forceinline__ LayerNormRow<T> layer_norm_row_stats(const T* x, cons
   const T* values = x + offset;
   float partial = 0.0f;
   if constexpr (kFusedAdd) {
-    for (int64_t d = threadIdx.x; d < features; d += blockDim.x) {
+    for (int64_t d = group.lane(); d < features; d += group.width()) {
       const float scaled = __fmul_rn(alpha, to_float(x[offset + d]));
       const T rounded = from_float<T>(__fadd_rn(to_float(residual[offset + d]), scaled));
       sum[offset + d] = rounded;
@@ -42,18 +104,18 @@ __device__ __forceinline__ LayerNormRow<T> layer_norm_row_stats(const T* x, cons
     }
     values = sum + offset;
   } else {
-    for (int64_t d = threadIdx.x; d < features; d += blockDim.x) {
+    for (int64_t d = group.lane(); d < features; d += group.width()) {
       partial = __fadd_rn(partial, to_float(values[d]));
     }
   }
-  const float mean = __fdiv_rn(block_reduce(partial, SumOp{}, 0.0f, scratch), count);
+  const float mean = __fdiv_rn(group.reduce(partial, SumOp{}, 0.0f, scratch), count);
 
   float squares = 0.0f;
-  for (int64_t d = threadIdx.x; d < features; d += blockDim.x) {
+  for (int64_t d = group.lane(); d < features; d += group.width()) {
     const float centered = __fsub_rn(to_float(values[d]), mean);
     squares = __fadd_rn(squares, __fmul_rn(centered, centered));
   }
-  const float variance = __fdiv_rn(block_reduce(squares, SumOp{}, 0.0f, scratch), count);
+  const float variance = __fdiv_rn(group.reduce(squares, SumOp{}, 0.0f, scratch), count);
   const float rstd = __fdiv_rn(1.0f, __fsqrt_rn(__fadd_rn(variance, eps)));
   return {values, mean, rstd};
 }
@@ -64,6 +126,64 @@ template <typename T>
 __device__ __forceinline__ float layer_norm_row_value(const LayerNormRow<T>& row, const T* weight,
                                                       const T* bias, int64_t d) {
   float y = __fmul_rn(__fsub_rn(to_float(row.values[d]), row.mean), row.rstd);
+  if (weight != nullptr) y = __fmul_rn(y, to_float(weight[d]));
+  if (bias != nullptr) y = __fadd_rn(y, to_float(bias[d]));
+  return y;
+}
+
+// The register form of a warp row: v[j] holds element lane + 32 j (0 past
+// the row's end). Same operations in the same order as
+// layer_norm_row_stats / layer_norm_row_value on a RowGroup<true>.
+struct RegisterRow {
+  float v[kRegisterValues];
+  float mean;
+  float rstd;
+};
+
+template <typename T, bool kFusedAdd>
+__device__ __forceinline__ RegisterRow layer_norm_register_row(const T* x, const T* residual,
+                                                               float alpha, T* sum, int64_t offset,
+                                                               int64_t features, float eps) {
+  const int lane = static_cast<int>(threadIdx.x & 31u);
+  const float count = static_cast<float>(features);
+  RegisterRow row;
+  float partial = 0.0f;
+#pragma unroll
+  for (int j = 0; j < kRegisterValues; ++j) {
+    const int64_t d = lane + 32 * j;
+    float value = 0.0f;
+    if (d < features) {
+      if constexpr (kFusedAdd) {
+        const float scaled = __fmul_rn(alpha, to_float(x[offset + d]));
+        const T rounded = from_float<T>(__fadd_rn(to_float(residual[offset + d]), scaled));
+        sum[offset + d] = rounded;
+        value = to_float(rounded);
+      } else {
+        value = to_float(x[offset + d]);
+      }
+      partial = __fadd_rn(partial, value);
+    }
+    row.v[j] = value;
+  }
+  row.mean = __fdiv_rn(warp_reduce(partial, SumOp{}), count);
+  float squares = 0.0f;
+#pragma unroll
+  for (int j = 0; j < kRegisterValues; ++j) {
+    if (lane + 32 * j < features) {
+      const float centered = __fsub_rn(row.v[j], row.mean);
+      squares = __fadd_rn(squares, __fmul_rn(centered, centered));
+    }
+  }
+  const float variance = __fdiv_rn(warp_reduce(squares, SumOp{}), count);
+  row.rstd = __fdiv_rn(1.0f, __fsqrt_rn(__fadd_rn(variance, eps)));
+  return row;
+}
+
+// layer_norm_row_value for element d = lane + 32 j of a register row.
+template <typename T>
+__device__ __forceinline__ float register_row_value(const RegisterRow& row, const T* weight,
+                                                    const T* bias, int j, int64_t d) {
+  float y = __fmul_rn(__fsub_rn(row.v[j], row.mean), row.rstd);
   if (weight != nullptr) y = __fmul_rn(y, to_float(weight[d]));
   if (bias != nullptr) y = __fadd_rn(y, to_float(bias[d]));
   return y;

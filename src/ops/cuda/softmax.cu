@@ -28,6 +28,12 @@ struct MaskIndexer {
   }
 };
 
+// One block shape for every row length: element l is summed by thread
+// l % kRowThreads in order, then the fixed block tree. Masked elements are
+// skipped, so a row's bits do not depend on how far it is padded (batch
+// invariance; ops/cuda/softmax.h).
+constexpr int kRowThreads = 128;
+
 __device__ __forceinline__ float row_exp(float value, float row_max) {
   return act::exp_f32(__fsub_rn(value, row_max));
 }
@@ -140,7 +146,7 @@ void softmax(const Tensor& x, const Tensor& mask, const std::vector<int64_t>& ma
     const T* src = static_cast<const T*>(x.raw_data());
     T* dst = static_cast<T*>(out.raw_data());
     if (inner_span == 1) {
-      softmax_row_kernel<T><<<grid_for_rows(outer), threads_for_row(length), 0, current_stream()>>>(
+      softmax_row_kernel<T><<<grid_for_rows(outer), kRowThreads, 0, current_stream()>>>(
           src, indexer, dst, outer, length);
     } else {
       softmax_column_kernel<T>

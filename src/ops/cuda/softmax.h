@@ -7,8 +7,10 @@
 // bit-equal to the CPU's), s = sum of kept e (block reduction in float32 for
 // inner == 1, a sequential float32 sum otherwise), p = e / s (correctly
 // rounded), rounded once to the dtype; masked positions are exactly 0 and a
-// row with nothing kept is all zeros. Against the CPU body (double sum, double
-// quotient), float32 differs only through s: within a few float32 ulps of p.
+// row with nothing kept is all zeros. Rows along the last dimension reduce
+// with one fixed block shape whatever their length, and masked positions
+// take no part, so a row's bits are the same padded or not (batch invariance). Against the CPU body
+// (double sum, double quotient), float32 differs only through s: within a few float32 ulps of p.
 #pragma once
 
 #include <cstdint>

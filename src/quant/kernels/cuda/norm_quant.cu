@@ -14,33 +14,62 @@ namespace {
 using ops::cuda::from_float;
 using ops::cuda::to_float;
 
-// One block per row (blocks stride over the rows), threads_for_row(features)
-// threads: the geometry of ops/cuda/layer_norm.cu's layer_norm_kernel.
-template <typename T, bool kFusedAdd, bool kE4m3>
+// ops/cuda/layer_norm.cu's layer_norm_kernel geometry (row_launch): a warp
+// or a block per row, striding over the rows.
+template <typename T, bool kFusedAdd, bool kE4m3, ops::cuda::RowMode kMode>
 __global__ void layer_norm_quant_kernel(const T* x, const T* residual, float alpha, const T* weight,
                                         const T* bias, float eps, T* sum, uint8_t* q, float* scale,
                                         int64_t rows, int64_t features) {
   using Format = Format8<kE4m3>;
+  using ops::cuda::RowMode;
   __shared__ float scratch[32];
-  for (int64_t row = blockIdx.x; row < rows; row += gridDim.x) {
+  const ops::cuda::RowGroup<kMode != RowMode::kBlock> group;
+  for (int64_t row = group.first_row(); row < rows; row += group.row_step()) {
     const int64_t offset = row * features;
-    const ops::cuda::LayerNormRow<T> stats = ops::cuda::layer_norm_row_stats<T, kFusedAdd>(
-        x, residual, alpha, sum, offset, features, eps, scratch);
-    // The value the unfused pair's normalized tensor holds: y_d rounded to T.
-    auto served = [&](int64_t d) {
-      return to_float(from_float<T>(ops::cuda::layer_norm_row_value(stats, weight, bias, d)));
-    };
-
-    float amax = 0.0f;
-    for (int64_t d = threadIdx.x; d < features; d += blockDim.x) {
-      amax = amax_step(amax, act::detail::abs_f32(served(d)));
+    if constexpr (kMode == RowMode::kWarpRegisters) {
+      constexpr int kValues = ops::cuda::kRegisterValues;
+      const ops::cuda::RegisterRow values = ops::cuda::layer_norm_register_row<T, kFusedAdd>(
+          x, residual, alpha, sum, offset, features, eps);
+      // The value the unfused pair's normalized tensor holds: y_d rounded to T.
+      float served[kValues];
+      float amax = 0.0f;
+#pragma unroll
+      for (int j = 0; j < kValues; ++j) {
+        const int64_t d = group.lane() + 32 * j;
+        served[j] = 0.0f;
+        if (d < features) {
+          served[j] =
+              to_float(from_float<T>(ops::cuda::register_row_value(values, weight, bias, j, d)));
+          amax = amax_step(amax, act::detail::abs_f32(served[j]));
+        }
+      }
+      amax = floor_amax(group.reduce(amax, AmaxOp{}, 0.0f, scratch));
+      const float multiplier = act::detail::div_rn(Format::kMax, amax);
+#pragma unroll
+      for (int j = 0; j < kValues; ++j) {
+        const int64_t d = group.lane() + 32 * j;
+        if (d < features)
+          q[offset + d] = Format::quantize(act::detail::mul_rn(served[j], multiplier));
+      }
+      if (group.lane() == 0) scale[row] = act::detail::div_rn(amax, Format::kMax);
+    } else {
+      const ops::cuda::LayerNormRow<T> stats = ops::cuda::layer_norm_row_stats<T, kFusedAdd>(
+          group, x, residual, alpha, sum, offset, features, eps, scratch);
+      // The value the unfused pair's normalized tensor holds: y_d rounded to T.
+      auto served = [&](int64_t d) {
+        return to_float(from_float<T>(ops::cuda::layer_norm_row_value(stats, weight, bias, d)));
+      };
+      float amax = 0.0f;
+      for (int64_t d = group.lane(); d < features; d += group.width()) {
+        amax = amax_step(amax, act::detail::abs_f32(served(d)));
+      }
+      amax = floor_amax(group.reduce(amax, AmaxOp{}, 0.0f, scratch));
+      const float multiplier = act::detail::div_rn(Format::kMax, amax);
+      for (int64_t d = group.lane(); d < features; d += group.width()) {
+        q[offset + d] = Format::quantize(act::detail::mul_rn(served(d), multiplier));
+      }
+      if (group.lane() == 0) scale[row] = act::detail::div_rn(amax, Format::kMax);
     }
-    amax = floor_amax(ops::cuda::block_reduce(amax, AmaxOp{}, 0.0f, scratch));
-    const float multiplier = act::detail::div_rn(Format::kMax, amax);
-    for (int64_t d = threadIdx.x; d < features; d += blockDim.x) {
-      q[offset + d] = Format::quantize(act::detail::mul_rn(served(d), multiplier));
-    }
-    if (threadIdx.x == 0) scale[row] = act::detail::div_rn(amax, Format::kMax);
   }
 }
 
@@ -63,12 +92,25 @@ void launch(const char* op, QDType format, const void* x, const void* residual, 
     constexpr bool kE4m3 = decltype(is_e4m3)::value;
     ops::cuda::dispatch_float(dtype, op, [&](auto tag) {
       using T = decltype(tag);
-      layer_norm_quant_kernel<T, kFusedAdd, kE4m3>
-          <<<ops::cuda::grid_for_rows(rows), ops::cuda::threads_for_row(features), 0,
-             ops::cuda::current_stream()>>>(
-              static_cast<const T*>(x), static_cast<const T*>(residual), alpha,
-              static_cast<const T*>(weight), static_cast<const T*>(bias), eps, static_cast<T*>(sum),
-              static_cast<uint8_t*>(q), scale, rows, features);
+      const ops::cuda::RowLaunch geometry = ops::cuda::row_launch(rows, features);
+      const auto run = [&](auto kernel) {
+        kernel<<<geometry.blocks, geometry.threads, 0, ops::cuda::current_stream()>>>(
+            static_cast<const T*>(x), static_cast<const T*>(residual), alpha,
+            static_cast<const T*>(weight), static_cast<const T*>(bias), eps, static_cast<T*>(sum),
+            static_cast<uint8_t*>(q), scale, rows, features);
+      };
+      using ops::cuda::RowMode;
+      switch (geometry.mode) {
+        case RowMode::kWarpRegisters:
+          run(layer_norm_quant_kernel<T, kFusedAdd, kE4m3, RowMode::kWarpRegisters>);
+          break;
+        case RowMode::kWarp:
+          run(layer_norm_quant_kernel<T, kFusedAdd, kE4m3, RowMode::kWarp>);
+          break;
+        case RowMode::kBlock:
+          run(layer_norm_quant_kernel<T, kFusedAdd, kE4m3, RowMode::kBlock>);
+          break;
+      }
     });
   });
   ops::cuda::check_launch(op);

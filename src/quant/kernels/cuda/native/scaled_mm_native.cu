@@ -204,8 +204,17 @@ std::string native_kernel_name(QDType format, int64_t m, int64_t n, int64_t k) {
   return choose_native_config(format, m, n, k, DType::kF16, false).name(format);
 }
 
+// Whether the native epilogue is the faster one for `args`. An int8 GEMM with
+// a swish epilogue is not: on the H200 the native kernel took 343 us against
+// mma.sync's 199 us at 16000x2048x256 (bench/README.md, "The scaled GEMMs on
+// Hopper"), and int8 gives the same bits on both lanes, so the choice depends
+// on the layer alone (never on M) and keeps batch invariance.
+bool native_preferred(const ScaledMMArgs& args) {
+  return !(args.format == QDType::kInt8 && args.act == Activation::kSwish);
+}
+
 void scaled_mm_native(const ScaledMMArgs& args) {
-  if (!native_takes(args)) {
+  if (!native_takes(args) || !native_preferred(args)) {
     scaled_mm_mma_sync(args);
     return;
   }

@@ -40,6 +40,10 @@ bool native_supported(QDType format, int device_index, std::string* why);
 // Whether the native kernels take this GEMM (else scaled_mm_native runs the
 // mma.sync kernel for it): depends on N and the output kind, never on M.
 bool native_takes(const ScaledMMArgs& args);
+// Whether scaled_mm_native(args) serves a GEMM the native kernels take with
+// them rather than mma.sync: false where mma.sync measured faster with the
+// same bits (int8 with a swish epilogue); depends on the layer, never on M.
+bool native_preferred(const ScaledMMArgs& args);
 // The kernel name scaled_mm_native runs for one shape (for the report).
 std::string native_kernel_name(QDType format, int64_t m, int64_t n, int64_t k);
 void scaled_mm_native(const ScaledMMArgs& args);
