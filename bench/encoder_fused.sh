@@ -25,7 +25,7 @@ model=models/oasr-u2pp-char-8k
 want() { [[ $steps == *$1* ]]; }
 
 if want 1; then
-  for t in test_cuda_encoder_kernels test_cuda_backend_ops test_quant_cuda_layers \
+  for t in test_cuda_encoder_kernels test_cuda_activations test_cuda_backend_ops test_quant_kernels test_quant_cuda_layers \
     test_quant_scaled_mm_native; do
     "$bin/$t" --gtest_brief=1 2>&1 | tail -40 | sed "s/^/[$t] /"
   done | tee "$out/tests.log"
@@ -50,9 +50,26 @@ if want 3; then
       --quantization int8_w8a8 > "$out/encoder_int8_fused$fused.jsonl" \
       2> "$out/encoder_int8_fused$fused.err"
   done
-  # The synthetic model's calibration only sets its scales: any real audio does.
-  calib=$sets/calib.jsonl
-  [[ -f $calib ]] || calib=$sets/real_test.jsonl
+  # The synthetic model (random weights, 16 kHz) only needs activations of a
+  # realistic range to set its scales: 16 ten-second clips of tones in noise.
+  calib=/tmp/u2pp_full_calib/calib.jsonl
+  "$py" - <<'PY'
+import json, math, os, random, struct, wave
+root = "/tmp/u2pp_full_calib"
+os.makedirs(root, exist_ok=True)
+rng = random.Random(7)
+with open(f"{root}/calib.jsonl", "w") as manifest:
+    for i in range(16):
+        path = f"{root}/clip{i}.wav"
+        f0 = 100.0 + 40.0 * i
+        with wave.open(path, "wb") as w:
+            w.setnchannels(1); w.setsampwidth(2); w.setframerate(16000)
+            samples = (0.3 * math.sin(2 * math.pi * f0 * t / 16000) * (1 + math.sin(t / 4000.0))
+                       + 0.05 * rng.gauss(0, 1) for t in range(160000))
+            w.writeframes(b"".join(struct.pack("<h", max(-32767, min(32767, int(v * 32767))))
+                                   for v in samples))
+        manifest.write(json.dumps({"id": f"clip{i}", "audio": path, "text": "x"}) + "\n")
+PY
   if "$bin/oasr" quantize /tmp/u2pp_full /tmp/u2pp_full_sq --recipe smoothquant_w8a8_fused \
     --calib-manifest "$calib" --calib-device cuda > "$out/quantize_sq.log" 2>&1; then
     "$bin/oasr" bench encoder --ckpt-dir /tmp/u2pp_full_sq "${common[@]}" --no-baseline \
@@ -96,4 +113,9 @@ if want 5; then
       --batch 64 --seconds 10 --warmup 0 --iters 1 --no-baseline "${qflag[@]}" \
       > "$out/ncu_$q.csv" 2> "$out/ncu_$q.err"
   done
+  # Where the fused attention kernel's time goes (throughput, occupancy, stalls).
+  ncu -k regex:rel_position_attention -c 2 --section SpeedOfLight --section Occupancy \
+    --section WarpStateStats --section LaunchStats "$bin/oasr" bench encoder \
+    --ckpt-dir /tmp/u2pp_full --device cuda --dtype float16 --batch 64 --seconds 10 \
+    --warmup 0 --iters 1 --no-baseline > "$out/ncu_attention.txt" 2>&1
 fi
