@@ -36,6 +36,11 @@ std::string refusal(const RelPositionAttentionInputs& in) {
   const int64_t batch = q.size(0);
   const int64_t heads = q.size(2);
   const int64_t keys = in.k.size(1);
+  // The grid: query tiles in x, heads in y, batch rows in z; int offsets.
+  if (batch > 65535 || heads > 65535 || q.size(1) >= (int64_t{1} << 30) ||
+      keys >= (int64_t{1} << 30)) {
+    return "the batch, head count or length is beyond the kernel's grid";
+  }
   if (q.size(3) != kHeadDim) return "d_k must be 64, got " + std::to_string(q.size(3));
   const Shape key_shape{batch, keys, heads, kHeadDim};
   if (in.k.shape() != key_shape || in.v.shape() != key_shape) {

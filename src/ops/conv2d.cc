@@ -126,8 +126,9 @@ Tensor conv2d_nhwc(const Tensor& x, const Tensor& weight, const Tensor& bias,
   constexpr const char* kOp = "conv2d_nhwc";
   const cpu::Conv2dShape shape = checked_shape(kOp, x, weight, bias, options, /*nhwc=*/true);
   OASR_CHECK(conv2d_nhwc_served(x, weight), kUnsupported, kOp,
-             ": served on CUDA for float16/bfloat16/float32 with Cout a multiple of 8 and Cin "
-             "either 1 or a multiple of 8; got x ",
+             ": served on CUDA for float16/bfloat16/float32 with Cout a multiple of 8 and either "
+             "Cin a multiple of 8 or a patch of at most 32 taps (KH * KW * Cin, with "
+             "taps * Cout <= 8192); got x ",
              x.str(), " and weight ", weight.str(), " (use ops::conv2d on NCHW)");
 #if OASR_WITH_CUDA
   Tensor out = Tensor::empty({shape.batch, shape.out_h, shape.out_w, shape.out_channels}, x.dtype(),

@@ -66,8 +66,9 @@ __device__ __forceinline__ void mma_16816(float (&d)[4], const uint32_t (&a)[4],
 }
 
 // 2^x with the SFU's ex2.approx.ftz (about 2 ulp): the weights are rounded
-// to the 16-bit dtype next, so a correctly rounded exp2 would buy nothing,
-// and one instruction keeps the kernel's bits the same on every GPU run.
+// to the 16-bit dtype next, so a correctly rounded exp2 would buy nothing.
+// The instruction is deterministic on one GPU architecture (what batch
+// invariance needs); PTX does not promise its bits across architectures.
 __device__ __forceinline__ float fast_exp2(float x) {
   float y;
   asm("ex2.approx.ftz.f32 %0, %1;" : "=f"(y) : "f"(x));

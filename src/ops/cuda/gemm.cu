@@ -283,16 +283,23 @@ std::unique_ptr<GemmPlan> make_plan(const GemmProblem& p, LtContext& context, ui
   OASR_CHECK(found > 0, kUnsupported, p.op, ": cuBLASLt has no algorithm for ", describe(p));
   plan->algo = heuristic.algo;
   if (p.heuristic_n > 0) {
-    // n == heuristic_n: the same algorithm the other n run, split-K off.
+    // n == heuristic_n: the same algorithm the other n run, split-K off,
+    // where cuBLASLt accepts that configuration (else its own choice).
+    cublasLtMatmulAlgo_t algo = heuristic.algo;
     const int32_t one_split = 1;
     const uint32_t no_reduction = CUBLASLT_REDUCTION_SCHEME_NONE;
-    check_lt(cublasLtMatmulAlgoConfigSetAttribute(&plan->algo, CUBLASLT_ALGO_CONFIG_SPLITK_NUM,
-                                                  &one_split, sizeof(one_split)),
-             "cublasLtMatmulAlgoConfigSetAttribute(SPLITK_NUM)", p);
-    check_lt(
-        cublasLtMatmulAlgoConfigSetAttribute(&plan->algo, CUBLASLT_ALGO_CONFIG_REDUCTION_SCHEME,
-                                             &no_reduction, sizeof(no_reduction)),
-        "cublasLtMatmulAlgoConfigSetAttribute(REDUCTION_SCHEME)", p);
+    cublasLtMatmulHeuristicResult_t checked{};
+    if (cublasLtMatmulAlgoConfigSetAttribute(&algo, CUBLASLT_ALGO_CONFIG_SPLITK_NUM, &one_split,
+                                             sizeof(one_split)) == CUBLAS_STATUS_SUCCESS &&
+        cublasLtMatmulAlgoConfigSetAttribute(&algo, CUBLASLT_ALGO_CONFIG_REDUCTION_SCHEME,
+                                             &no_reduction,
+                                             sizeof(no_reduction)) == CUBLAS_STATUS_SUCCESS &&
+        cublasLtMatmulAlgoCheck(context.handle, plan->desc.desc, plan->layout_a.layout,
+                                plan->layout_b.layout, plan->layout_d.layout, plan->layout_d.layout,
+                                &algo, &checked) == CUBLAS_STATUS_SUCCESS &&
+        checked.workspaceSize <= kWorkspaceBytes) {
+      plan->algo = algo;
+    }
   }
   plan->has_algorithm = true;
   return plan;
