@@ -82,14 +82,20 @@ TEST(WhisperMelOracle, FiltersMatchHf) {
     ASSERT_EQ(expected.size(), static_cast<size_t>(WhisperLogMel::kFrequencyBins * n_mels));
     const std::vector<double> filters = WhisperLogMel(n_mels).mel_filters();
     const double* e = expected.data();
+    // Near a triangle's edge a weight is the difference of two nearby values,
+    // so the last-bit differences of the oracle's float64 log/exp (numpy's
+    // SIMD paths differ between CPUs) reach 1e-11 relative there while the
+    // absolute error stays below 1e-16: the bound is relative to the largest
+    // weight (a wrong formula is off by 1e-4 of it or more).
+    const double peak = *std::max_element(expected.begin(), expected.end());
     double worst_relative = 0;
     int64_t support_mismatch = 0;
     for (size_t i = 0; i < filters.size(); ++i) {
       if ((filters[i] > 0) != (e[i] > 0)) ++support_mismatch;
-      if (e[i] > 0) worst_relative = std::max(worst_relative, std::fabs(filters[i] - e[i]) / e[i]);
+      worst_relative = std::max(worst_relative, std::fabs(filters[i] - e[i]) / peak);
     }
     EXPECT_EQ(support_mismatch, 0) << n_mels << " mels";
-    EXPECT_LE(worst_relative, 1e-12) << n_mels << " mels";
+    EXPECT_LE(worst_relative, 1e-12) << n_mels << " mels (relative to the largest weight)";
   }
 }
 
