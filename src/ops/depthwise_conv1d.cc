@@ -10,9 +10,11 @@
 
 namespace oasr::ops {
 
-Tensor depthwise_conv1d(const Tensor& x, const Tensor& weight, const Tensor& bias, int64_t pad_left,
-                        int64_t pad_right) {
-  constexpr const char* kOp = "depthwise_conv1d";
+namespace {
+
+// The checks both fronts share: x and weight defined, float, rank 3, one
+// device (returned).
+Device checked_device(const char* kOp, const Tensor& x, const Tensor& weight, const Tensor& bias) {
   detail::check_defined(kOp, "x", x);
   detail::check_defined(kOp, "weight", weight);
   const Device device = detail::serving_device(kOp, {{"x", x}, {"weight", weight}, {"bias", bias}});
@@ -20,15 +22,15 @@ Tensor depthwise_conv1d(const Tensor& x, const Tensor& weight, const Tensor& bia
   detail::check_float(kOp, "weight", weight, device);
   detail::check_rank(kOp, "x", x, 3);
   detail::check_rank(kOp, "weight", weight, 3);
-  const int64_t batch = x.size(0);
-  const int64_t channels = x.size(1);
-  const int64_t length = x.size(2);
+  return device;
+}
+
+// Checks the padding, the kernel against the padded length and the bias,
+// and returns the output length.
+int64_t checked_out_length(const char* kOp, const Tensor& x, const Tensor& weight,
+                           const Tensor& bias, Device device, int64_t channels, int64_t length,
+                           int64_t pad_left, int64_t pad_right) {
   const int64_t kernel = weight.size(2);
-  OASR_CHECK(weight.size(0) == channels && weight.size(1) == 1, kInvalidArgument, kOp,
-             ": weight must be [C, 1, K] with C=", channels, " (the channels of x ",
-             shape_str(x.shape()), "), got ", shape_str(weight.shape()));
-  OASR_CHECK(kernel >= 1, kInvalidArgument, kOp, ": weight ", shape_str(weight.shape()),
-             " has an empty kernel");
   OASR_CHECK(pad_left >= 0 && pad_right >= 0, kInvalidArgument, kOp,
              ": padding must be >= 0, got (left ", pad_left, ", right ", pad_right, ")");
   const int64_t padded = length + pad_left + pad_right;
@@ -40,10 +42,27 @@ Tensor depthwise_conv1d(const Tensor& x, const Tensor& weight, const Tensor& bia
     OASR_CHECK(bias.dim() == 1 && bias.size(0) == channels, kInvalidArgument, kOp,
                ": bias must be [", channels, "], got ", shape_str(bias.shape()));
   }
-
   detail::check_same_dtype(kOp, {{"x", x}, {"weight", weight}, {"bias", bias}});
+  return padded - kernel + 1;
+}
 
-  const int64_t out_length = padded - kernel + 1;
+}  // namespace
+
+Tensor depthwise_conv1d(const Tensor& x, const Tensor& weight, const Tensor& bias, int64_t pad_left,
+                        int64_t pad_right) {
+  constexpr const char* kOp = "depthwise_conv1d";
+  const Device device = checked_device(kOp, x, weight, bias);
+  const int64_t batch = x.size(0);
+  const int64_t channels = x.size(1);
+  const int64_t length = x.size(2);
+  const int64_t kernel = weight.size(2);
+  OASR_CHECK(weight.size(0) == channels && weight.size(1) == 1, kInvalidArgument, kOp,
+             ": weight must be [C, 1, K] with C=", channels, " (the channels of x ",
+             shape_str(x.shape()), "), got ", shape_str(weight.shape()));
+  OASR_CHECK(kernel >= 1, kInvalidArgument, kOp, ": weight ", shape_str(weight.shape()),
+             " has an empty kernel");
+  const int64_t out_length =
+      checked_out_length(kOp, x, weight, bias, device, channels, length, pad_left, pad_right);
   Tensor out = Tensor::empty({batch, channels, out_length}, x.dtype(), device);
   const Tensor x_c = x.contiguous();
   const Tensor weight_c = weight.contiguous();
@@ -67,15 +86,9 @@ Tensor depthwise_conv1d(const Tensor& x, const Tensor& weight, const Tensor& bia
 Tensor glu_depthwise_conv1d_channels_last(const Tensor& x, const Tensor& weight, const Tensor& bias,
                                           int64_t pad_left, int64_t pad_right) {
   constexpr const char* kOp = "glu_depthwise_conv1d_channels_last";
-  detail::check_defined(kOp, "x", x);
-  detail::check_defined(kOp, "weight", weight);
-  const Device device = detail::serving_device(kOp, {{"x", x}, {"weight", weight}, {"bias", bias}});
+  const Device device = checked_device(kOp, x, weight, bias);
   OASR_CHECK(device.is_cuda(), kUnsupported, kOp,
              ": served on CUDA only; on the CPU run glu then depthwise_conv1d");
-  detail::check_float(kOp, "x", x, device);
-  detail::check_float(kOp, "weight", weight, device);
-  detail::check_rank(kOp, "x", x, 3);
-  detail::check_rank(kOp, "weight", weight, 3);
   const int64_t batch = x.size(0);
   const int64_t length = x.size(1);
   const int64_t channels = weight.size(0);
@@ -83,18 +96,8 @@ Tensor glu_depthwise_conv1d_channels_last(const Tensor& x, const Tensor& weight,
   OASR_CHECK(x.size(2) == 2 * channels && weight.size(1) == 1 && kernel >= 1, kInvalidArgument, kOp,
              ": x must be [B, T, 2C] for weight [C, 1, K]; got x ", shape_str(x.shape()),
              " and weight ", shape_str(weight.shape()));
-  OASR_CHECK(pad_left >= 0 && pad_right >= 0, kInvalidArgument, kOp,
-             ": padding must be >= 0, got (left ", pad_left, ", right ", pad_right, ")");
-  const int64_t padded = length + pad_left + pad_right;
-  OASR_CHECK(padded >= kernel, kInvalidArgument, kOp, ": kernel size ", kernel,
-             " is larger than the padded input length ", padded);
-  if (bias.defined()) {
-    detail::check_float(kOp, "bias", bias, device);
-    OASR_CHECK(bias.dim() == 1 && bias.size(0) == channels, kInvalidArgument, kOp,
-               ": bias must be [", channels, "], got ", shape_str(bias.shape()));
-  }
-  detail::check_same_dtype(kOp, {{"x", x}, {"weight", weight}, {"bias", bias}});
-  const int64_t out_length = padded - kernel + 1;
+  const int64_t out_length =
+      checked_out_length(kOp, x, weight, bias, device, channels, length, pad_left, pad_right);
 #if OASR_WITH_CUDA
   if (kernel > cuda::kMaxGluKernel || length >= (int64_t{1} << 30) || batch > 65535) {
     // Beyond the fused kernel's tile: the composition it equals.

@@ -53,8 +53,8 @@ struct AttentionCase {
   int64_t batch = 1;
   int64_t queries = 1;
   int64_t keys = 1;
-  std::vector<int64_t> lengths;  // kept keys per row; empty: no mask
-  int64_t chunk = 0;             // > 0: WeNet's chunk mask (full [B, 1, Tq, Tk])
+  std::vector<int64_t> lengths = {};  // kept keys per row; empty: no mask
+  int64_t chunk = 0;                  // > 0: WeNet's chunk mask (full [B, 1, Tq, Tk])
   int64_t left_chunks = -1;
   uint32_t seed = 1;
 };
@@ -149,8 +149,9 @@ std::vector<double> reference_attention(const AttentionHost& h, const AttentionC
   return out;
 }
 
-// The fused kernel on the device; the result back on the host as float32.
-Tensor fused_attention(const AttentionHost& h, DType dtype, const AttentionCase& c) {
+// The inputs on the device in their projection layout.
+ops::RelPositionAttentionInputs device_inputs(const AttentionHost& h, DType dtype,
+                                              const AttentionCase& c) {
   const Device gpu = Device::cuda();
   const auto dev = [&](const Tensor& t) { return t.to(dtype).to(gpu); };
   ops::RelPositionAttentionInputs in;
@@ -162,8 +163,17 @@ Tensor fused_attention(const AttentionHost& h, DType dtype, const AttentionCase&
   in.pos_bias_v = dev(h.w);
   if (h.mask.defined()) in.mask = h.mask.to(gpu);
   in.scale = static_cast<float>(1.0 / std::sqrt(static_cast<double>(kDk)));
+  return in;
+}
+
+// The fused kernel on `in`; the result back on the host as float32.
+Tensor run_fused(const ops::RelPositionAttentionInputs& in) {
   EXPECT_TRUE(ops::rel_position_attention_fusable(in));
   return ops::rel_position_attention(in).to(Device::cpu()).to(DType::kF32);
+}
+
+Tensor fused_attention(const AttentionHost& h, DType dtype, const AttentionCase& c) {
+  return run_fused(device_inputs(h, dtype, c));
 }
 
 struct ErrorStats {
@@ -201,11 +211,8 @@ TEST(CudaRelPositionAttention, MatchesTheDefinitionUnmasked) {
   OASR_SKIP_WITHOUT_CUDA();
   for (DType dtype : {DType::kF16, DType::kBF16}) {
     for (int64_t t : {1, 17, 64, 65, 130, 250}) {
-      AttentionCase c;
-      c.batch = 2;
-      c.queries = c.keys = t;
-      c.seed = static_cast<uint32_t>(t);
-      expect_matches_definition(c, dtype);
+      expect_matches_definition(
+          {.batch = 2, .queries = t, .keys = t, .seed = static_cast<uint32_t>(t)}, dtype);
     }
   }
 }
@@ -213,66 +220,45 @@ TEST(CudaRelPositionAttention, MatchesTheDefinitionUnmasked) {
 TEST(CudaRelPositionAttention, MatchesTheDefinitionWithPaddingMasks) {
   OASR_SKIP_WITHOUT_CUDA();
   for (DType dtype : {DType::kF16, DType::kBF16}) {
-    AttentionCase c;
-    c.batch = 4;
-    c.queries = c.keys = 250;
-    c.lengths = {250, 173, 64, 1};
-    expect_matches_definition(c, dtype);
+    expect_matches_definition(
+        {.batch = 4, .queries = 250, .keys = 250, .lengths = {250, 173, 64, 1}}, dtype);
   }
 }
 
 TEST(CudaRelPositionAttention, MatchesTheDefinitionWithChunkMasks) {
   OASR_SKIP_WITHOUT_CUDA();
   for (int64_t left : {-1, 2}) {
-    AttentionCase c;
-    c.batch = 3;
-    c.queries = c.keys = 150;
-    c.lengths = {150, 97, 20};
-    c.chunk = 16;
-    c.left_chunks = left;
-    expect_matches_definition(c, DType::kF16);
+    expect_matches_definition({.batch = 3,
+                               .queries = 150,
+                               .keys = 150,
+                               .lengths = {150, 97, 20},
+                               .chunk = 16,
+                               .left_chunks = left},
+                              DType::kF16);
   }
 }
 
 TEST(CudaRelPositionAttention, MatchesTheDefinitionWithMoreKeysThanQueries) {
   OASR_SKIP_WITHOUT_CUDA();
   // Chunked decoding: 16 new frames attend to 64 cached ones as well.
-  AttentionCase c;
-  c.batch = 1;
-  c.queries = 16;
-  c.keys = 80;
-  expect_matches_definition(c, DType::kF16);
+  expect_matches_definition({.batch = 1, .queries = 16, .keys = 80}, DType::kF16);
 }
 
 TEST(CudaRelPositionAttention, ReadsStridedKeysAndValues) {
   OASR_SKIP_WITHOUT_CUDA();
   // The KV-cache layout [B, H, Tk, d_k], viewed as [B, Tk, H, d_k].
-  AttentionCase c;
-  c.batch = 2;
-  c.queries = 16;
-  c.keys = 80;
+  const AttentionCase c{.batch = 2, .queries = 16, .keys = 80};
   const AttentionHost h = make_inputs(c, DType::kF16);
-  const Device gpu = Device::cuda();
-  const auto by_head_major = [&](const Tensor& t) {
-    return t.to(DType::kF16)
-        .view({c.batch, c.keys, kHeads, kDk})
-        .transpose(1, 2)
-        .contiguous()
-        .to(gpu)
-        .transpose(1, 2);
+  ops::RelPositionAttentionInputs in = device_inputs(h, DType::kF16, c);
+  const auto by_head_major = [](const Tensor& t) {
+    return t.transpose(1, 2).contiguous().transpose(1, 2);
   };
-  ops::RelPositionAttentionInputs in;
-  in.q = h.q.to(DType::kF16).to(gpu).view({c.batch, c.queries, kHeads, kDk});
-  in.k = by_head_major(h.k);
-  in.v = by_head_major(h.v);
-  in.p = h.p.to(DType::kF16).to(gpu).view({1, c.keys, kHeads, kDk});
-  in.pos_bias_u = h.u.to(DType::kF16).to(gpu);
-  in.pos_bias_v = h.w.to(DType::kF16).to(gpu);
-  in.scale = 0.125f;
+  const Tensor contiguous = run_fused(in);
+  in.k = by_head_major(in.k);
+  in.v = by_head_major(in.v);
   ASSERT_FALSE(in.k.is_contiguous());
   ASSERT_TRUE(ops::rel_position_attention_fusable(in));
-  const Tensor strided = ops::rel_position_attention(in).to(Device::cpu()).to(DType::kF32);
-  EXPECT_TRUE(testing::bit_equal(strided, fused_attention(h, DType::kF16, c)));
+  EXPECT_TRUE(testing::bit_equal(run_fused(in), contiguous));
 }
 
 // A row alone, unpadded and unmasked, against the same row in a padded batch
@@ -282,20 +268,20 @@ TEST(CudaRelPositionAttention, IsBatchInvariant) {
   OASR_SKIP_WITHOUT_CUDA();
   for (DType dtype : {DType::kF16, DType::kBF16}) {
     for (int64_t chunk : {0, 16}) {
-      AttentionCase batch;
-      batch.batch = 3;
-      batch.queries = batch.keys = 250;
-      batch.lengths = {250, 173, 40};
-      batch.chunk = chunk;
-      batch.seed = 11;
+      const AttentionCase batch{.batch = 3,
+                                .queries = 250,
+                                .keys = 250,
+                                .lengths = {250, 173, 40},
+                                .chunk = chunk,
+                                .seed = 11};
       const AttentionHost h = make_inputs(batch, dtype);
       const Tensor together = fused_attention(h, dtype, batch);
       for (int64_t b = 0; b < batch.batch; ++b) {
         const int64_t length = batch.lengths[static_cast<size_t>(b)];
-        AttentionCase alone;
-        alone.batch = 1;
-        alone.queries = alone.keys = length;
-        alone.chunk = chunk > 0 && chunk < length ? chunk : 0;
+        const AttentionCase alone{.batch = 1,
+                                  .queries = length,
+                                  .keys = length,
+                                  .chunk = chunk > 0 && chunk < length ? chunk : 0};
         AttentionHost row;
         row.q = h.q.narrow(0, b, 1).narrow(1, 0, length).contiguous();
         row.k = h.k.narrow(0, b, 1).narrow(1, 0, length).contiguous();

@@ -25,26 +25,14 @@ constexpr int kVtPitch = kBlockKeys + 8;
 constexpr int kVector = 8;  // elements per 16-byte load
 constexpr float kLog2e = 1.4426950408889634f;
 
+// Two values rounded to T, the first in the low half: one mma operand register.
 template <typename T>
-struct Pair;
-template <>
-struct Pair<__half> {
-  static __device__ __forceinline__ uint32_t pack(float lo, float hi) {
-    const __half2 h = __floats2half2_rn(lo, hi);
-    uint32_t bits;
-    memcpy(&bits, &h, sizeof(bits));
-    return bits;
-  }
-};
-template <>
-struct Pair<__nv_bfloat16> {
-  static __device__ __forceinline__ uint32_t pack(float lo, float hi) {
-    const __nv_bfloat162 h = __floats2bfloat162_rn(lo, hi);
-    uint32_t bits;
-    memcpy(&bits, &h, sizeof(bits));
-    return bits;
-  }
-};
+__device__ __forceinline__ uint32_t pack_pair(float lo, float hi) {
+  const T pair[2] = {from_float<T>(lo), from_float<T>(hi)};
+  uint32_t bits;
+  memcpy(&bits, pair, sizeof(bits));
+  return bits;
+}
 
 // d += a (16x16, row-major fragment) * b (16x8, column-major fragment).
 template <typename T>
@@ -264,10 +252,10 @@ __global__ void __launch_bounds__(kThreads, kBlocksPerSm)
     // out += e . v, 16 keys per step: two score fragments make one A fragment.
     for (int kb = 0; kb < kBlockKeys / 16; ++kb) {
       const uint32_t weights[4] = {
-          Pair<T>::pack(score[2 * kb][0], score[2 * kb][1]),
-          Pair<T>::pack(score[2 * kb][2], score[2 * kb][3]),
-          Pair<T>::pack(score[2 * kb + 1][0], score[2 * kb + 1][1]),
-          Pair<T>::pack(score[2 * kb + 1][2], score[2 * kb + 1][3]),
+          pack_pair<T>(score[2 * kb][0], score[2 * kb][1]),
+          pack_pair<T>(score[2 * kb][2], score[2 * kb][3]),
+          pack_pair<T>(score[2 * kb + 1][0], score[2 * kb + 1][1]),
+          pack_pair<T>(score[2 * kb + 1][2], score[2 * kb + 1][3]),
       };
       const int c = kb * 16 + 2 * quad;
       for (int dn = 0; dn < kHeadDim / 8; ++dn) {
@@ -289,7 +277,7 @@ __global__ void __launch_bounds__(kThreads, kBlocksPerSm)
         static_cast<T*>(a.out) + (b * a.query_steps + query) * (a.heads * kHeadDim) + h * kHeadDim;
     for (int dn = 0; dn < kHeadDim / 8; ++dn) {
       const uint32_t pair =
-          Pair<T>::pack(out_acc[dn][2 * r] * inverse, out_acc[dn][2 * r + 1] * inverse);
+          pack_pair<T>(out_acc[dn][2 * r] * inverse, out_acc[dn][2 * r + 1] * inverse);
       *reinterpret_cast<uint32_t*>(out + dn * 8 + 2 * quad) = pair;
     }
   }
@@ -298,14 +286,7 @@ __global__ void __launch_bounds__(kThreads, kBlocksPerSm)
 }  // namespace
 
 bool rel_position_attention_supported(DType dtype, int device_index) {
-  if (dtype != DType::kF16 && dtype != DType::kBF16) return false;
-  int major = 0;
-  if (cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, device_index) !=
-      cudaSuccess) {
-    cudaGetLastError();
-    return false;
-  }
-  return major >= 8;
+  return (dtype == DType::kF16 || dtype == DType::kBF16) && compute_capability(device_index) >= 80;
 }
 
 void rel_position_attention(const RelPositionAttentionArgs& args) {

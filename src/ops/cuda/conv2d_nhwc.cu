@@ -42,6 +42,21 @@ struct Geometry {
         stride_w(static_cast<I>(s.stride_w)),
         pad_h(static_cast<I>(s.pad_h)),
         pad_w(static_cast<I>(s.pad_w)) {}
+
+  struct Output {
+    I n, oy, ox;
+  };
+  // The output pixel of position (n * out_h + oy) * out_w + ox.
+  __device__ Output output(I position) const {
+    return {position / (out_w * out_h), (position / out_w) % out_h, position % out_w};
+  }
+  // The input pixel (n * in_h + iy) * in_w + ix that tap (i, j) of `o` reads,
+  // or -1 where the tap falls on the zero padding.
+  __device__ I input_pixel(const Output& o, I i, I j) const {
+    const I iy = o.oy * stride_h - pad_h + i;
+    const I ix = o.ox * stride_w - pad_w + j;
+    return iy >= 0 && iy < in_h && ix >= 0 && ix < in_w ? (o.n * in_h + iy) * in_w + ix : I{-1};
+  }
 };
 
 // out[n, oy, ox, co] = relu?(bias[co] + sum over (i, j, c) of
@@ -71,19 +86,15 @@ __global__ void direct_conv_kernel(const T* x, const T* weight, const T* bias, T
        item += static_cast<I>(gridDim.x) * blockDim.x) {
     const int group = static_cast<int>(item % groups);
     const I position = item / groups;
-    const I ox = position % s.out_w;
-    const I oy = (position / s.out_w) % s.out_h;
-    const I n = position / (s.out_w * s.out_h);
+    const auto o = s.output(position);
     float acc[kChannelsPerThread] = {};
     int tap = 0;
     for (I i = 0; i < s.kernel_h; ++i) {
-      const I iy = oy * s.stride_h - s.pad_h + i;
       for (I j = 0; j < s.kernel_w; ++j) {
-        const I ix = ox * s.stride_w - s.pad_w + j;
-        const bool inside = iy >= 0 && iy < s.in_h && ix >= 0 && ix < s.in_w;
-        const T* src = x + ((n * s.in_h + iy) * s.in_w + ix) * s.in_channels;
+        const I pixel = s.input_pixel(o, i, j);
+        const T* src = x + pixel * s.in_channels;
         for (I c = 0; c < s.in_channels; ++c, ++tap) {
-          const float value = inside ? to_float(src[c]) : 0.0f;
+          const float value = pixel >= 0 ? to_float(src[c]) : 0.0f;
           const float4* w =
               reinterpret_cast<const float4*>(w_shared + tap * cout + group * kChannelsPerThread);
           const float4 lo = w[0];
@@ -133,18 +144,14 @@ __global__ void __launch_bounds__(kThreadsPerBlock)
   }
   for (I position = static_cast<I>(blockIdx.x) * per_block + static_cast<I>(threadIdx.x) / groups;
        position < positions; position += static_cast<I>(gridDim.x) * per_block) {
-    const I ox = position % s.out_w;
-    const I oy = (position / s.out_w) % s.out_h;
-    const I n = position / (s.out_w * s.out_h);
+    const auto o = s.output(position);
     float acc[kChannelsPerThread] = {};
 #pragma unroll
     for (int i = 0; i < kKernelH; ++i) {
-      const I iy = oy * s.stride_h - s.pad_h + i;
 #pragma unroll
       for (int j = 0; j < kKernelW; ++j) {
-        const I ix = ox * s.stride_w - s.pad_w + j;
-        const bool inside = iy >= 0 && iy < s.in_h && ix >= 0 && ix < s.in_w;
-        const float value = inside ? to_float(x[(n * s.in_h + iy) * s.in_w + ix]) : 0.0f;
+        const I pixel = s.input_pixel(o, static_cast<I>(i), static_cast<I>(j));
+        const float value = pixel >= 0 ? to_float(x[pixel]) : 0.0f;
 #pragma unroll
         for (int e = 0; e < kChannelsPerThread; ++e) {
           acc[e] = fmaf(w[i * kKernelW + j][e], value, acc[e]);
@@ -179,15 +186,10 @@ __global__ void gather_columns_kernel(const T* x, T* columns, I rows, cpu::Conv2
     const I c = (in_row - tap * vectors_per_tap) * kChannelsPerThread;
     const I j = tap % s.kernel_w;
     const I i = tap / s.kernel_w;
-    const I ox = row % s.out_w;
-    const I oy = (row / s.out_w) % s.out_h;
-    const I n = row / (s.out_w * s.out_h);
-    const I iy = oy * s.stride_h - s.pad_h + i;
-    const I ix = ox * s.stride_w - s.pad_w + j;
+    const I pixel = s.input_pixel(s.output(row), i, j);
     Vec8<T> value;
-    if (iy >= 0 && iy < s.in_h && ix >= 0 && ix < s.in_w) {
-      value = *reinterpret_cast<const Vec8<T>*>(
-          x + ((n * s.in_h + iy) * s.in_w + ix) * s.in_channels + c);
+    if (pixel >= 0) {
+      value = *reinterpret_cast<const Vec8<T>*>(x + pixel * s.in_channels + c);
     } else {
       for (int e = 0; e < kChannelsPerThread; ++e) value.v[e] = from_float<T>(0.0f);
     }

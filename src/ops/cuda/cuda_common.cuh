@@ -10,6 +10,7 @@
 #include <cuda_fp16.h>
 #include <cuda_runtime.h>
 
+#include <atomic>
 #include <cstdint>
 
 #include "core/cuda/cuda_check.h"
@@ -84,6 +85,26 @@ inline void check_launch(const char* op) {
   OASR_CHECK(status == cudaSuccess, kInternal, op,
              ": CUDA kernel launch failed: ", cudaGetErrorName(status), " (",
              cudaGetErrorString(status), ")");
+}
+
+// major * 10 + minor of a device (0 when it cannot be queried), cached: the
+// kernels that depend on it ask on every launch, and the query is slow.
+inline int compute_capability(int device_index) {
+  constexpr int kMaxDevices = 64;
+  static std::atomic<int> cache[kMaxDevices] = {};
+  const bool cacheable = device_index >= 0 && device_index < kMaxDevices;
+  if (cacheable && cache[device_index].load() != 0) return cache[device_index].load();
+  int major = 0, minor = 0;
+  if (cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, device_index) !=
+          cudaSuccess ||
+      cudaDeviceGetAttribute(&minor, cudaDevAttrComputeCapabilityMinor, device_index) !=
+          cudaSuccess) {
+    cudaGetLastError();  // clear it so the next launch check does not report it
+    return 0;
+  }
+  const int capability = major * 10 + minor;
+  if (cacheable) cache[device_index].store(capability);
+  return capability;
 }
 
 // Makes `device_index` the current device, so launches on the legacy stream

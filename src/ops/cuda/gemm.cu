@@ -188,6 +188,24 @@ PlanKey plan_key(const GemmProblem& p, int device_index, uint32_t align_a, uint3
           p.heuristic_n};
 }
 
+// `algo` with split-K off (one K pass, no reduction), when cuBLASLt accepts
+// that configuration for the plan's problem within the workspace; `algo` is
+// left unusable otherwise (the caller keeps its own copy).
+bool without_split_k(cublasLtMatmulAlgo_t& algo, const LtContext& context, const GemmPlan& plan) {
+  const int32_t one_split = 1;
+  const uint32_t no_reduction = CUBLASLT_REDUCTION_SCHEME_NONE;
+  cublasLtMatmulHeuristicResult_t checked{};
+  return cublasLtMatmulAlgoConfigSetAttribute(&algo, CUBLASLT_ALGO_CONFIG_SPLITK_NUM, &one_split,
+                                              sizeof(one_split)) == CUBLAS_STATUS_SUCCESS &&
+         cublasLtMatmulAlgoConfigSetAttribute(&algo, CUBLASLT_ALGO_CONFIG_REDUCTION_SCHEME,
+                                              &no_reduction,
+                                              sizeof(no_reduction)) == CUBLAS_STATUS_SUCCESS &&
+         cublasLtMatmulAlgoCheck(context.handle, plan.desc.desc, plan.layout_a.layout,
+                                 plan.layout_b.layout, plan.layout_d.layout, plan.layout_d.layout,
+                                 &algo, &checked) == CUBLAS_STATUS_SUCCESS &&
+         checked.workspaceSize <= kWorkspaceBytes;
+}
+
 std::unique_ptr<GemmPlan> make_plan(const GemmProblem& p, LtContext& context, uint32_t align_a,
                                     uint32_t align_b, uint32_t align_d) {
   auto plan = std::make_unique<GemmPlan>();
@@ -250,25 +268,11 @@ std::unique_ptr<GemmPlan> make_plan(const GemmProblem& p, LtContext& context, ui
     const cublasStatus_t status = cublasLtMatmulAlgoGetHeuristic(
         context.handle, plan->desc.desc, plan->layout_a.layout, query_b.layout, query_d.layout,
         query_d.layout, preference.pref, 1, &heuristic, &found);
-    if (status == CUBLAS_STATUS_SUCCESS && found > 0) {
-      cublasLtMatmulAlgo_t algo = heuristic.algo;
-      const int32_t one_split = 1;
-      const uint32_t no_reduction = CUBLASLT_REDUCTION_SCHEME_NONE;
-      cublasLtMatmulHeuristicResult_t checked{};
-      if (cublasLtMatmulAlgoConfigSetAttribute(&algo, CUBLASLT_ALGO_CONFIG_SPLITK_NUM, &one_split,
-                                               sizeof(one_split)) == CUBLAS_STATUS_SUCCESS &&
-          cublasLtMatmulAlgoConfigSetAttribute(&algo, CUBLASLT_ALGO_CONFIG_REDUCTION_SCHEME,
-                                               &no_reduction,
-                                               sizeof(no_reduction)) == CUBLAS_STATUS_SUCCESS &&
-          cublasLtMatmulAlgoCheck(context.handle, plan->desc.desc, plan->layout_a.layout,
-                                  plan->layout_b.layout, plan->layout_d.layout,
-                                  plan->layout_d.layout, &algo,
-                                  &checked) == CUBLAS_STATUS_SUCCESS &&
-          checked.workspaceSize <= kWorkspaceBytes) {
-        plan->algo = algo;
-        plan->has_algorithm = true;
-        return plan;
-      }
+    cublasLtMatmulAlgo_t algo = heuristic.algo;
+    if (status == CUBLAS_STATUS_SUCCESS && found > 0 && without_split_k(algo, context, *plan)) {
+      plan->algo = algo;
+      plan->has_algorithm = true;
+      return plan;
     }
     // The canonical algorithm cannot run this problem: the heuristic's own
     // choice for it below (correct, but not row-invariant).
@@ -286,20 +290,7 @@ std::unique_ptr<GemmPlan> make_plan(const GemmProblem& p, LtContext& context, ui
     // n == heuristic_n: the same algorithm the other n run, split-K off,
     // where cuBLASLt accepts that configuration (else its own choice).
     cublasLtMatmulAlgo_t algo = heuristic.algo;
-    const int32_t one_split = 1;
-    const uint32_t no_reduction = CUBLASLT_REDUCTION_SCHEME_NONE;
-    cublasLtMatmulHeuristicResult_t checked{};
-    if (cublasLtMatmulAlgoConfigSetAttribute(&algo, CUBLASLT_ALGO_CONFIG_SPLITK_NUM, &one_split,
-                                             sizeof(one_split)) == CUBLAS_STATUS_SUCCESS &&
-        cublasLtMatmulAlgoConfigSetAttribute(&algo, CUBLASLT_ALGO_CONFIG_REDUCTION_SCHEME,
-                                             &no_reduction,
-                                             sizeof(no_reduction)) == CUBLAS_STATUS_SUCCESS &&
-        cublasLtMatmulAlgoCheck(context.handle, plan->desc.desc, plan->layout_a.layout,
-                                plan->layout_b.layout, plan->layout_d.layout, plan->layout_d.layout,
-                                &algo, &checked) == CUBLAS_STATUS_SUCCESS &&
-        checked.workspaceSize <= kWorkspaceBytes) {
-      plan->algo = algo;
-    }
+    if (without_split_k(algo, context, *plan)) plan->algo = algo;
   }
   plan->has_algorithm = true;
   return plan;

@@ -17,6 +17,7 @@
 #include "core/activations.h"
 #include "core/dtype.h"
 #include "core/error.h"
+#include "ops/cuda/cuda_common.cuh"
 #include "quant/format.h"
 #include "quant/kernels/cpu/scaled_mm_reference.h"
 #include "quant/kernels/cuda/scaled_mm_cuda.h"
@@ -167,25 +168,8 @@ inline bool validate_scaled_mm_args(const ScaledMMArgs& args, const char* op) {
   return true;
 }
 
-// major * 10 + minor of a device (0 when it cannot be queried), cached: the
-// lanes ask on every launch, and cudaGetDeviceProperties is slow.
-inline int compute_capability(int device_index) {
-  constexpr int kMaxDevices = 64;
-  static std::atomic<int> cache[kMaxDevices] = {};
-  const bool cacheable = device_index >= 0 && device_index < kMaxDevices;
-  if (cacheable && cache[device_index].load() != 0) return cache[device_index].load();
-  int major = 0, minor = 0;
-  if (cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, device_index) !=
-          cudaSuccess ||
-      cudaDeviceGetAttribute(&minor, cudaDevAttrComputeCapabilityMinor, device_index) !=
-          cudaSuccess) {
-    cudaGetLastError();  // clear it so the next launch check does not report it
-    return 0;
-  }
-  const int capability = major * 10 + minor;
-  if (cacheable) cache[device_index].store(capability);
-  return capability;
-}
+// The lanes ask on every launch: ops::cuda's cached query.
+using ops::cuda::compute_capability;
 
 inline EpilogueParams make_epilogue_params(const ScaledMMArgs& args) {
   EpilogueParams p{};
