@@ -4,6 +4,7 @@
 
 #include "core/convert_element.h"
 #include "core/cuda/cuda_check.h"
+#include "core/cuda/stream.h"
 
 namespace oasr {
 
@@ -26,7 +27,7 @@ void cuda_convert_dtype(const void* src, DType src_dtype, void* dst, DType dst_d
   constexpr int kThreads = 256;
   const int64_t wanted = (n + kThreads - 1) / kThreads;
   const int blocks = static_cast<int>(wanted < 65535 ? wanted : 65535);
-  convert_kernel<<<blocks, kThreads, 0, cudaStreamLegacy>>>(
+  convert_kernel<<<blocks, kThreads, 0, cuda_current_stream()>>>(
       static_cast<const char*>(src), src_dtype, static_cast<char*>(dst), dst_dtype, n);
   OASR_CUDA_CHECK(cudaGetLastError());
 }

@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "core/cuda/cuda_check.h"
+#include "core/cuda/stream.h"
 #include "core/error.h"
 
 namespace oasr {
@@ -85,10 +86,10 @@ void launch(void* dst, const void* src, const StridedLayout& layout, int64_t n, 
   const auto* in = static_cast<const Word*>(src);
   if (index32) {
     strided_copy_kernel<Word, uint32_t>
-        <<<blocks, kThreads, 0, cudaStreamLegacy>>>(out, in, layout, static_cast<uint32_t>(n));
+        <<<blocks, kThreads, 0, cuda_current_stream()>>>(out, in, layout, static_cast<uint32_t>(n));
   } else {
     strided_copy_kernel<Word, int64_t>
-        <<<blocks, kThreads, 0, cudaStreamLegacy>>>(out, in, layout, n);
+        <<<blocks, kThreads, 0, cuda_current_stream()>>>(out, in, layout, n);
   }
   OASR_CUDA_CHECK(cudaGetLastError());
 }

@@ -1,16 +1,19 @@
 // The CUDA device backend: stream-ordered, caching allocation through the
 // device's default memory pool (cudaMallocAsync), whose release threshold is
 // raised so freed blocks are kept for reuse instead of returned to the driver
-// at every synchronisation. All work is ordered on the legacy default stream
-// until the engine introduces its own streams.
+// at every synchronisation. Work is ordered on the thread's current stream
+// (core/cuda/stream.h); while a device graph is measured or recorded the
+// allocations are routed as core/cuda/allocation_routing.h says.
 #include <cuda_runtime_api.h>
 
 #include <cstdint>
 #include <mutex>
 #include <vector>
 
+#include "core/cuda/allocation_routing.h"
 #include "core/cuda/cuda_check.h"
 #include "core/cuda/device_guard.h"
+#include "core/cuda/stream.h"
 #include "core/device.h"
 
 namespace oasr {
@@ -31,23 +34,48 @@ class CudaBackend final : public DeviceBackend {
  public:
   void* allocate(size_t nbytes, int device_index) override {
     check_index(device_index);
+    cuda_graph_detail::AllocationRouting& routing = cuda_graph_detail::routing();
+    if (routing.arena != nullptr) return routing.arena->allocate(nbytes, device_index);
     DeviceGuard guard(device_index);
     configure_pool_once(device_index);
     void* ptr = nullptr;
     // cudaMallocAsync returns 256-byte aligned blocks (>= the 64 we promise).
-    const cudaError_t status = cudaMallocAsync(&ptr, nbytes == 0 ? 1 : nbytes, cudaStreamLegacy);
+    const cudaError_t status =
+        cudaMallocAsync(&ptr, nbytes == 0 ? 1 : nbytes, cuda_current_stream());
     if (status == cudaErrorMemoryAllocation) {
       cudaGetLastError();  // clear the sticky-free error state
       OASR_THROW(kOutOfMemory, "CUDA allocation of ", nbytes, " bytes on cuda:", device_index,
                  " failed: out of device memory");
     }
     OASR_CUDA_CHECK(status);
+    if (routing.measure != nullptr) {
+      routing.measure->offset_of[ptr] = routing.measure->offsets.allocate(nbytes);
+    }
     return ptr;
   }
 
+  // Destructor path: never throws.
   void deallocate(void* ptr, size_t /*nbytes*/, int device_index) override {
+    cuda_graph_detail::AllocationRouting& routing = cuda_graph_detail::routing();
+    if (routing.measure != nullptr) {
+      const auto found = routing.measure->offset_of.find(ptr);
+      if (found != routing.measure->offset_of.end()) {
+        routing.measure->offsets.free(found->second);
+        routing.measure->offset_of.erase(found);
+      }
+    }
+    if (cuda_graph_detail::CudaArena* arena = cuda_graph_detail::arena_owning(ptr)) {
+      arena->free(ptr);
+      return;
+    }
+    if (routing.deferred_frees != nullptr) {
+      // A pool block freed inside a recording would become a free node of the
+      // graph; it is released after the capture instead.
+      routing.deferred_frees->emplace_back(ptr, device_index);
+      return;
+    }
     DeviceGuard guard(device_index);
-    cudaFreeAsync(ptr, cudaStreamLegacy);  // destructor path: never throw
+    cudaFreeAsync(ptr, cuda_current_stream());
   }
 
   void copy(void* dst, Device dst_device, const void* src, Device src_device,
@@ -64,14 +92,22 @@ class CudaBackend final : public DeviceBackend {
       OASR_CUDA_CHECK(cudaMemcpyPeer(dst, dst_device.index, src, src_device.index, nbytes));
       return;
     }
-    // Synchronous with respect to the host, so a host tensor is complete on return.
-    OASR_CUDA_CHECK(cudaMemcpy(dst, src, nbytes, kind));
+    const cudaStream_t stream = cuda_current_stream();
+    if (kind == cudaMemcpyDeviceToDevice) {
+      OASR_CUDA_CHECK(cudaMemcpyAsync(dst, src, nbytes, kind, stream));
+      return;
+    }
+    // Synchronous with respect to the host, so a host tensor is complete on
+    // return (inside a recording this fails, as it must: a host copy cannot
+    // be replayed with new data).
+    OASR_CUDA_CHECK(cudaMemcpyAsync(dst, src, nbytes, kind, stream));
+    OASR_CUDA_CHECK(cudaStreamSynchronize(stream));
   }
 
   void memset_zero(void* ptr, size_t nbytes, int device_index) override {
     if (nbytes == 0) return;
     DeviceGuard guard(device_index);
-    OASR_CUDA_CHECK(cudaMemsetAsync(ptr, 0, nbytes, cudaStreamLegacy));
+    OASR_CUDA_CHECK(cudaMemsetAsync(ptr, 0, nbytes, cuda_current_stream()));
   }
 
   void convert_dtype(const void* src, DType src_dtype, void* dst, DType dst_dtype, int64_t n,

@@ -10,6 +10,8 @@
 #include <cuda_fp16.h>
 #include <cuda_runtime.h>
 
+#include "core/cuda/stream.h"
+
 #include <atomic>
 #include <cstdint>
 
@@ -19,11 +21,10 @@
 
 namespace oasr::ops::cuda {
 
-// All device work is ordered on the legacy default stream, the stream the
-// allocator (core/cuda/cuda_backend.cc) frees on, until the engine brings
-// its own streams.
+// The thread's stream (core/cuda/stream.h): the legacy default stream, or a
+// device graph's while it records or replays.
 inline cudaStream_t current_stream() {
-  return cudaStreamLegacy;
+  return cuda_current_stream();
 }
 
 constexpr int kThreadsPerBlock = 256;

@@ -12,6 +12,7 @@
 // kernels require.
 #include <cublasLt.h>
 
+#include <algorithm>
 #include <array>
 #include <cstdint>
 #include <map>
@@ -71,7 +72,10 @@ LtDevice& lt_device(int device_index) {
 
 void* accumulator_buffer(LtDevice& device, size_t bytes, int device_index) {
   if (bytes <= device.accumulator_bytes) return device.accumulator;
-  if (device.accumulator != nullptr) OASR_CUDA_CHECK(cudaFree(device.accumulator));
+  // The outgrown buffer is never freed: a recorded device graph
+  // (core/device_graph.h) may still replay kernels that use it. Growth at
+  // least doubles, so what is kept is at most the current size.
+  bytes = std::max(bytes, 2 * device.accumulator_bytes);
   device.accumulator = nullptr;
   device.accumulator_bytes = 0;
   const cudaError_t status = cudaMalloc(&device.accumulator, bytes);

@@ -259,7 +259,10 @@ void* native_workspace(int device_index, size_t bytes) {
   std::lock_guard<std::mutex> lock(mutex);
   Buffer& buffer = buffers[device_index];
   if (buffer.bytes < bytes) {
-    if (buffer.pointer != nullptr) cudaFree(buffer.pointer);
+    // The outgrown buffer is never freed: a recorded device graph
+    // (core/device_graph.h) may still replay kernels that use it. Growth at
+    // least doubles, so what is kept is at most the current size.
+    bytes = std::max(bytes, 2 * buffer.bytes);
     buffer = {};
     OASR_CHECK(cudaMalloc(&buffer.pointer, bytes) == cudaSuccess, kOutOfMemory,
                "native scaled GEMM: cannot allocate ", bytes, " bytes of workspace");
