@@ -17,4 +17,9 @@ namespace oasr::ops {
 // for bit, so both bodies return identical bits).
 Tensor zero_tail_frames(const Tensor& x, std::span<const int64_t> lengths);
 
+// The same with the lengths as an int64 [B] tensor on x's device, read only
+// by the device (so a recorded device graph replays it with new lengths);
+// always returns a copy, since only the device knows whether a row is padded.
+Tensor zero_tail_frames(const Tensor& x, const Tensor& lengths);
+
 }  // namespace oasr::ops

@@ -163,5 +163,51 @@ TEST(ZeroTailFrames, CudaBodyMatchesCpuBitForBit) {
   }
 }
 
+// The lengths-as-a-tensor overload (what a recorded device graph replays)
+// masks exactly as the span overload, clamping out-of-range lengths itself,
+// and always returns a copy.
+TEST(ZeroTailFrames, TensorLengthsMaskLikeTheSpan) {
+  const Tensor x = counting_input(4, 5, 3);
+  const std::vector<int64_t> lengths = {5, 2, 0, 9};
+  const Tensor out = ops::zero_tail_frames(x, Tensor::from_vector<int64_t>({5, 2, -3, 9}, {4}));
+  EXPECT_NE(out.raw_data(), x.raw_data());
+  expect_masked(out, x, {5, 2, 0, 5});
+  EXPECT_TRUE(testing::bit_equal(out, ops::zero_tail_frames(x, lengths)));
+  const Tensor full = ops::zero_tail_frames(x, Tensor::from_vector<int64_t>({5, 5, 5, 5}, {4}));
+  EXPECT_NE(full.raw_data(), x.raw_data());
+  EXPECT_TRUE(testing::bit_equal(full, x));
+}
+
+TEST(ZeroTailFrames, TensorLengthsRefusals) {
+  const Tensor x = counting_input(2, 4, 3);
+  expect_error(
+      [&] {
+        ops::zero_tail_frames(x, Tensor::from_vector<int32_t>({1, 2}, {2}));
+      },
+      ErrorCode::kInvalidArgument, {"zero_tail_frames", "lengths", "int64 [2]", "int32"});
+  expect_error(
+      [&] {
+        ops::zero_tail_frames(x, Tensor::from_vector<int64_t>({1, 2, 3}, {3}));
+      },
+      ErrorCode::kInvalidArgument, {"zero_tail_frames", "int64 [2]", "[3]"});
+  expect_error([&] { ops::zero_tail_frames(x, Tensor()); }, ErrorCode::kInvalidArgument,
+               {"zero_tail_frames", "'lengths'", "undefined"});
+}
+
+TEST(ZeroTailFrames, CudaTensorLengthsMatchCpuBitForBit) {
+  OASR_SKIP_WITHOUT_CUDA();
+  const Tensor x = counting_input(3, 5, 7);
+  const std::vector<int64_t> lengths = {5, 2, -1};
+  const Tensor expected = ops::zero_tail_frames(x, std::vector<int64_t>{5, 2, 0});
+  const Tensor device_lengths = Tensor::from_vector(lengths, {3}).to(Device::cuda());
+  for (DType dtype : {DType::kF32, DType::kF16, DType::kBF16}) {
+    const Tensor out = ops::zero_tail_frames(x.to(dtype).to(Device::cuda()), device_lengths);
+    EXPECT_TRUE(testing::bit_equal(out.to(Device::cpu()), expected.to(dtype))) << dtype_name(dtype);
+  }
+  expect_error(
+      [&] { ops::zero_tail_frames(x.to(Device::cuda()), Tensor::from_vector(lengths, {3})); },
+      ErrorCode::kInvalidArgument, {"zero_tail_frames", "lengths"});
+}
+
 }  // namespace
 }  // namespace oasr

@@ -1,7 +1,5 @@
 #include "ops/cuda/sequence_mask.h"
 
-#include <vector>
-
 #include "ops/cuda/cuda_common.cuh"
 
 namespace oasr::ops::cuda {
@@ -21,19 +19,14 @@ __global__ void zero_tail_frames_kernel(const T* x, const int64_t* valid, T* out
 
 }  // namespace
 
-void zero_tail_frames(const Tensor& x, std::span<const int64_t> valid, const Tensor& out) {
+void zero_tail_frames(const Tensor& x, const Tensor& lengths, const Tensor& out) {
   const int64_t n = x.numel();
   if (n == 0) return;
-  // The lengths travel to the device in a small tensor; the allocator frees it
-  // in stream order, after the kernel has read it.
-  const Tensor valid_device = Tensor::from_vector(std::vector<int64_t>(valid.begin(), valid.end()),
-                                                  {static_cast<int64_t>(valid.size())})
-                                  .to(x.device());
   use_device(x.device().index);
   dispatch_float(x.dtype(), "zero_tail_frames", [&](auto tag) {
     using T = decltype(tag);
     zero_tail_frames_kernel<T><<<grid_for(n), kThreadsPerBlock, 0, current_stream()>>>(
-        static_cast<const T*>(x.raw_data()), static_cast<const int64_t*>(valid_device.raw_data()),
+        static_cast<const T*>(x.raw_data()), static_cast<const int64_t*>(lengths.raw_data()),
         static_cast<T*>(out.raw_data()), n, x.size(1), x.size(2));
   });
   check_launch("zero_tail_frames");
