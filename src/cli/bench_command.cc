@@ -63,9 +63,17 @@ struct BenchEncoderOptions {
   QuantizationFlags quantization;
 };
 
-// The scheme a JSON line names: "none" for full precision.
-std::string scheme_label(const BenchEncoderOptions& options) {
-  return options.quantization.scheme.empty() ? "none" : options.quantization.scheme;
+// What a JSON line names as the served quantization: the --quantization
+// flag, else what the checkpoint serves (its recipe, else its schemes), else
+// "none" for full precision.
+std::string scheme_label(const BenchEncoderOptions& options, const quant::QuantizationSpec& spec) {
+  if (!options.quantization.scheme.empty()) return options.quantization.scheme;
+  if (spec.empty()) return "none";
+  const auto recipe = spec.producer.find("recipe");
+  if (recipe != spec.producer.end() && recipe->is_string()) return recipe->get<std::string>();
+  std::string names;
+  for (const std::string& name : spec.scheme_names()) names += (names.empty() ? "" : "+") + name;
+  return names;
 }
 
 std::vector<int64_t> parse_batch_sizes(const std::string& text) {
@@ -100,6 +108,7 @@ Tensor random_fbank(int64_t batch, int64_t frames, int64_t bins, std::mt19937& g
 
 nlohmann::ordered_json time_oasr_encoder(const models::U2ppModel& model,
                                          const BenchEncoderOptions& options,
+                                         const std::string& quantization,
                                          const engine::EngineConfig& served, int64_t batch,
                                          std::mt19937& generator) {
   const int64_t frames = static_cast<int64_t>(std::llround(options.seconds * kFramesPerSecond));
@@ -111,9 +120,15 @@ nlohmann::ordered_json time_oasr_encoder(const models::U2ppModel& model,
                            .to(device);
   const Tensor lengths = Tensor::from_vector(std::vector<int64_t>(batch, frames), {batch});
   oasr::synchronize(device);
-  oasr::reset_peak_memory(device);
+  const DeviceGraphCache::Stats before = model.encoder().graph_stats();
   std::vector<double> times_ms;
   for (int run = 0; run < options.warmup + options.iters; ++run) {
+    // The peak is the steady state's: the timed runs, after the warm-up
+    // (which on CUDA also measures and records the shape's graph).
+    if (run == options.warmup) {
+      oasr::synchronize(device);
+      oasr::reset_peak_memory(device);
+    }
     const auto start = std::chrono::steady_clock::now();
     const auto output = model.encode(feats, lengths);  // full attention by default
     oasr::synchronize(device);
@@ -123,7 +138,12 @@ nlohmann::ordered_json time_oasr_encoder(const models::U2ppModel& model,
       times_ms.push_back(std::chrono::duration<double, std::milli>(stop - start).count());
     }
   }
-  const int64_t peak_bytes = oasr::peak_memory_bytes(device);
+  // A CUDA graph's arena is its own allocation, outside the pool the peak
+  // counts, so this batch size's arena is added to the peak.
+  const DeviceGraphCache::Stats graphs = model.encoder().graph_stats();
+  const size_t arena_bytes = graphs.arena_bytes - before.arena_bytes;
+  int64_t peak_bytes = oasr::peak_memory_bytes(device);
+  if (peak_bytes >= 0) peak_bytes += static_cast<int64_t>(arena_bytes);
   const double median_ms = median(times_ms);
   nlohmann::ordered_json line;
   line["bench"] = "encoder";
@@ -135,9 +155,20 @@ nlohmann::ordered_json time_oasr_encoder(const models::U2ppModel& model,
   line["min_ms"] = round3(*std::min_element(times_ms.begin(), times_ms.end()));
   line["rtfx"] = round3(static_cast<double>(batch) * options.seconds / (median_ms / 1e3));
   line["threads"] = ops::cpu_threads();
-  line["quantization"] = scheme_label(options);
+  line["quantization"] = quantization;
   line["dtype"] = dtype_name(served.served_dtype());
   if (peak_bytes >= 0) line["peak_mem_mb"] = round3(static_cast<double>(peak_bytes) / (1 << 20));
+  if (device.is_cuda()) {
+    nlohmann::ordered_json graph;
+    // This batch size's calls (warm-up included).
+    graph["recorded"] = graphs.recorded - before.recorded;
+    graph["replayed"] = graphs.replayed - before.replayed;
+    graph["eager"] = graphs.eager - before.eager;
+    graph["declined"] = graphs.declined - before.declined;
+    graph["arena_mb"] = round3(static_cast<double>(arena_bytes) / (1 << 20));
+    if (!graphs.last_decline.empty()) graph["why_declined"] = graphs.last_decline;
+    line["cuda_graphs"] = graph;
+  }
   return line;
 }
 
@@ -203,11 +234,12 @@ void run_bench_encoder(const BenchEncoderOptions& options) {
   const models::MaterializedU2pp materialized =
       models::materialize_u2pp_model(source, served.quantization, materialize);
   const auto& model = materialized.model;
+  const std::string quantization = scheme_label(options, materialized.spec);
   std::mt19937 generator(kInputSeed);
   std::map<int64_t, double> oasr_median_ms;
   for (int64_t batch : batch_sizes) {
     const nlohmann::ordered_json line =
-        time_oasr_encoder(*model, options, served, batch, generator);
+        time_oasr_encoder(*model, options, quantization, served, batch, generator);
     oasr_median_ms[batch] = line["median_ms"].get<double>();
     std::cout << line.dump() << std::endl;
   }
@@ -225,7 +257,7 @@ void run_bench_encoder(const BenchEncoderOptions& options) {
     line["bench"] = "encoder";
     line["compare"] = "pytorch/oasr";
     line["batch"] = batch;
-    line["quantization"] = scheme_label(options);
+    line["quantization"] = quantization;
     line["baseline"] = eager->second.value("quantization", std::string("none"));
     line["speedup"] = round3(eager_ms / oasr_ms);
     line["device"] = options.device;

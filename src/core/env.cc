@@ -14,6 +14,8 @@ const std::vector<Variable>& known_variables() {
       {"OASR_QUANT_FUSION", "0 disarms every fused quantize producer (A/B attribution)"},
       {"OASR_FUSED_ATTENTION",
        "0 runs the CUDA encoder's self-attention unfused (products, softmax, copies; A/B)"},
+      {"OASR_CUDA_GRAPHS",
+       "0 runs the CUDA encoder eagerly, never recording or replaying a CUDA graph (A/B)"},
       {"OASR_CPU_ISA",
        "auto|avx2|scalar: caps the CPU SIMD level the kernels dispatch to (A/B, tests); "
        "never raises it above what cpuid reports"},
@@ -64,6 +66,10 @@ bool quant_fusion_enabled() {
 
 bool fused_attention_enabled() {
   return get_bool("OASR_FUSED_ATTENTION", true);
+}
+
+bool cuda_graphs_enabled() {
+  return get_bool("OASR_CUDA_GRAPHS", true);
 }
 
 }  // namespace oasr::env

@@ -38,4 +38,9 @@ bool quant_fusion_enabled();
 // unfused products, softmax and head copies, for A/B timing and accuracy.
 bool fused_attention_enabled();
 
+// OASR_CUDA_GRAPHS (default on): whether the CUDA encoder records a CUDA
+// graph per input shape and replays it (core/device_graph_cache.h). 0 runs
+// every call eagerly, for A/B timing; the bits are the same either way.
+bool cuda_graphs_enabled();
+
 }  // namespace oasr::env

@@ -4,6 +4,7 @@
 #include <cmath>
 #include <string>
 
+#include "core/env.h"
 #include "core/error.h"
 #include "ops/activation.h"
 #include "ops/conv2d.h"
@@ -93,9 +94,9 @@ Tensor Conv2dSubsampling::forward(const Tensor& x) const {
 // ---- ConvolutionModule ----------------------------------------------------------
 
 namespace {
-// WeNet's masked_fill over padded frames; an empty span means no padding.
-Tensor zero_padded_frames(const Tensor& x, std::span<const int64_t> valid_lengths) {
-  return valid_lengths.empty() ? x : ops::zero_tail_frames(x, valid_lengths);
+// WeNet's masked_fill over padded frames; undefined lengths mean no padding.
+Tensor zero_padded_frames(const Tensor& x, const Tensor& valid_lengths) {
+  return valid_lengths.defined() ? ops::zero_tail_frames(x, valid_lengths) : x;
 }
 }  // namespace
 
@@ -122,8 +123,7 @@ ConvolutionModule::ConvolutionModule(int64_t channels, int64_t kernel_size, Acti
       "pointwise_conv2", std::make_shared<layers::PointwiseConv1d>(channels, channels, bias));
 }
 
-ConvolutionModule::Output ConvolutionModule::forward(const Tensor& x,
-                                                     std::span<const int64_t> valid_lengths,
+ConvolutionModule::Output ConvolutionModule::forward(const Tensor& x, const Tensor& valid_lengths,
                                                      const Tensor& cache, bool return_cache) const {
   const int64_t batch = x.size(0);
   const int64_t frames = x.size(1);
@@ -214,12 +214,9 @@ ConformerEncoderLayer::ConformerEncoderLayer(const U2ppEncoderConfig& c)
   norm_ff_->set_adds_residual(true);
 }
 
-ConformerEncoderLayer::Output ConformerEncoderLayer::forward(const Tensor& x_in, const Tensor& mask,
-                                                             const Tensor& pos_emb,
-                                                             std::span<const int64_t> valid_lengths,
-                                                             const Tensor& att_cache,
-                                                             const Tensor& cnn_cache,
-                                                             bool return_cache) const {
+ConformerEncoderLayer::Output ConformerEncoderLayer::forward(
+    const Tensor& x_in, const Tensor& mask, const Tensor& pos_emb, const Tensor& valid_lengths,
+    const Tensor& att_cache, const Tensor& cnn_cache, bool return_cache) const {
   Output output;
   Tensor x = x_in;
   if (normalize_before_) {
@@ -369,24 +366,40 @@ ConformerEncoder::Output ConformerEncoder::forward(const Tensor& feats, const Te
     OASR_CHECK(n >= 0 && n <= feats.size(1), kInvalidArgument, "U2++ encoder: length ", n,
                " outside [0, ", feats.size(1), "]");
   }
-  Tensor x = embed_features(feats);
-  const int64_t frames = x.size(1);
+  const int64_t batch = feats.size(0);
+  const int64_t frames = embed_->output_frames(feats.size(1));
   std::vector<int64_t> out_lengths;
   for (int64_t n : input_lengths) out_lengths.push_back(std::min(embed_->output_frames(n), frames));
-  // Built on the host as uint8, moved once per call.
+  // The mask is built on the host as uint8 and moved once per call; the
+  // convolution modules zero padded frames only when something is padded.
   const Tensor mask =
       attention_mask(out_lengths, frames, decoding_chunk_size, num_decoding_left_chunks);
+  const Tensor valid = has_padding(out_lengths, frames)
+                           ? Tensor::from_vector<int64_t>(out_lengths, {batch})
+                           : Tensor();
+  const std::vector<Tensor> inputs = {feats.device() == device() ? feats : feats.to(dtype()), mask,
+                                      embed_->positions().rows(0, frames, dtype(), device()),
+                                      valid};
+  const DeviceWork work = [this](const std::vector<Tensor>& in) {
+    return std::vector<Tensor>{encode(in[0], in[1], in[2], in[3])};
+  };
+  const bool graphed = device().is_cuda() && env::cuda_graphs_enabled();
+  const std::string key = "u2pp_encoder chunk " + std::to_string(decoding_chunk_size) + " left " +
+                          std::to_string(num_decoding_left_chunks);
+  Tensor x = graphed ? graphs_->run(key, device(), work, inputs).front() : work(inputs).front();
+  return {x, Tensor::from_vector<int64_t>(out_lengths, {batch})};
+}
+
+Tensor ConformerEncoder::encode(const Tensor& features, const Tensor& mask, const Tensor& pos_emb,
+                                const Tensor& valid_lengths) const {
+  Tensor x = embed_features(features);
   const Tensor device_mask = mask.defined() ? mask.to(x.device()) : Tensor();
-  const Tensor pos_emb = embed_->positions().rows(0, frames, x.dtype(), x.device());
-  // The convolution modules zero padded frames only when something is padded.
-  const std::span<const int64_t> valid = has_padding(out_lengths, frames)
-                                             ? std::span<const int64_t>(out_lengths)
-                                             : std::span<const int64_t>();
+  const Tensor device_valid = valid_lengths.defined() ? valid_lengths.to(x.device()) : Tensor();
   for (const auto& layer : encoders_) {
-    x = layer->forward(x, device_mask, pos_emb, valid, Tensor(), Tensor(), false).x;
+    x = layer->forward(x, device_mask, pos_emb, device_valid, Tensor(), Tensor(), false).x;
   }
   if (apply_after_norm_) x = after_norm_->forward(x);
-  return {x, Tensor::from_vector<int64_t>(out_lengths, {static_cast<int64_t>(out_lengths.size())})};
+  return x;
 }
 
 ConformerEncoder::ChunkOutput ConformerEncoder::forward_chunk(const Tensor& xs, int64_t offset,
@@ -435,7 +448,7 @@ ConformerEncoder::ChunkOutput ConformerEncoder::forward_chunk(const Tensor& xs, 
   for (int64_t i = 0; i < layers_count; ++i) {
     const Tensor layer_att = has_att_cache ? att_cache.narrow(0, i, 1) : Tensor();
     const Tensor layer_cnn = has_cnn_cache ? cnn_cache.select(0, i) : Tensor();
-    auto out = encoders_[static_cast<size_t>(i)]->forward(x, Tensor(), pos_emb, {}, layer_att,
+    auto out = encoders_[static_cast<size_t>(i)]->forward(x, Tensor(), pos_emb, Tensor(), layer_att,
                                                           layer_cnn, true);
     x = out.x;
     new_att.push_back(out.att_cache.narrow(2, next_cache_start, keys - next_cache_start));

@@ -15,6 +15,7 @@
 #include <utility>
 #include <vector>
 
+#include "core/device_graph_cache.h"
 #include "layers/conv.h"
 #include "layers/linear.h"
 #include "layers/module.h"
@@ -68,9 +69,9 @@ class ConvolutionModule : public Module {
     Tensor out;    // [B, T, C]
     Tensor cache;  // [B, C, K-1] (WeNet's layout), causal only and on request
   };
-  // x [B, T, C]; valid_lengths empty (no padding) or one per batch row;
-  // cache undefined/empty or [B, C, K-1].
-  Output forward(const Tensor& x, std::span<const int64_t> valid_lengths, const Tensor& cache,
+  // x [B, T, C]; valid_lengths undefined (no padding) or int64 [B] on x's
+  // device, read only by the device; cache undefined/empty or [B, C, K-1].
+  Output forward(const Tensor& x, const Tensor& valid_lengths, const Tensor& cache,
                  bool return_cache) const;
   // K-1 for a causal module, else 0 (WeNet's lorder).
   int64_t left_context() const { return left_context_; }
@@ -99,9 +100,10 @@ class ConformerEncoderLayer : public Module {
     Tensor att_cache;  // [B, H, cached + T, 2 d_k], on request
     Tensor cnn_cache;  // [B, D, K-1], on request (undefined without a causal conv module)
   };
+  // valid_lengths as ConvolutionModule::forward takes them.
   Output forward(const Tensor& x, const Tensor& mask, const Tensor& pos_emb,
-                 std::span<const int64_t> valid_lengths, const Tensor& att_cache,
-                 const Tensor& cnn_cache, bool return_cache) const;
+                 const Tensor& valid_lengths, const Tensor& att_cache, const Tensor& cnn_cache,
+                 bool return_cache) const;
 
  private:
   bool normalize_before_;
@@ -133,6 +135,9 @@ class ConformerEncoder : public Module {
   // with num_decoding_left_chunks (< 0: all left chunks) when the model was
   // trained with use_dynamic_chunk; static_chunk_size > 0 models always use
   // their static chunk. 0 (WeNet's random training chunk) is refused.
+  // On CUDA the device work of a call is a CUDA graph replay from a
+  // shape's second call on (core/device_graph_cache.h; OASR_CUDA_GRAPHS=0
+  // turns it off), with the same bits as the eager run.
   Output forward(const Tensor& feats, const Tensor& lengths, int64_t decoding_chunk_size = -1,
                  int64_t num_decoding_left_chunks = -1) const;
 
@@ -156,6 +161,8 @@ class ConformerEncoder : public Module {
                                 int64_t num_decoding_left_chunks = -1) const;
 
   const U2ppEncoderConfig& config() const { return config_; }
+  // What the CUDA graphs of forward() did so far (benchmarks, tests).
+  DeviceGraphCache::Stats graph_stats() const { return graphs_->stats(); }
   SubsamplingGeometry subsampling() const { return embed_->geometry(); }
   int64_t output_size() const { return config_.output_size; }
   // The served dtype and device of the parameters (and so of the outputs).
@@ -168,6 +175,12 @@ class ConformerEncoder : public Module {
   Tensor attention_mask(std::span<const int64_t> lengths, int64_t frames,
                         int64_t decoding_chunk_size, int64_t num_decoding_left_chunks) const;
   Tensor embed_features(const Tensor& feats) const;
+  // The device part of forward(): features in the served dtype, the host or
+  // device mask, the position rows and the valid lengths (undefined when
+  // nothing is padded) -> [B, T', D]. A pure function of its inputs'
+  // contents, so a device graph can record it.
+  Tensor encode(const Tensor& features, const Tensor& mask, const Tensor& pos_emb,
+                const Tensor& valid_lengths) const;
 
   U2ppEncoderConfig config_;
   std::shared_ptr<GlobalCmvn> global_cmvn_;
@@ -175,6 +188,7 @@ class ConformerEncoder : public Module {
   std::vector<std::shared_ptr<ConformerEncoderLayer>> encoders_;
   std::shared_ptr<layers::LayerNorm> after_norm_;
   bool apply_after_norm_;
+  std::unique_ptr<DeviceGraphCache> graphs_ = std::make_unique<DeviceGraphCache>();
 };
 
 }  // namespace oasr::models
