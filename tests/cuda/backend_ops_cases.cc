@@ -193,9 +193,13 @@ void add_activation_cases(Table& t) {
             [kind](Inputs in) -> Outputs { return {ops::activation(in[0], kind)}; });
     }
   }
-  // The Conformer's feed-forward hidden layer.
-  t.add("activation", dims({3, 250, kFfn}), "swish", {real({3, 250, kFfn}, 4.0f)}, Family::kExact,
-        [](Inputs in) -> Outputs { return {ops::activation(in[0], Activation::kSwish)}; });
+  // The Conformer's feed-forward hidden layer: 3 and 64 ten-second rows (16-bit
+  // inputs from 2^20 elements on go through the result table).
+  for (int64_t rows : {3, 64}) {
+    t.add("activation", dims({rows, 250, kFfn}), "swish", {real({rows, 250, kFfn}, 4.0f)},
+          Family::kExact,
+          [](Inputs in) -> Outputs { return {ops::activation(in[0], Activation::kSwish)}; });
+  }
   for (auto [kind, label] : {std::pair{Activation::kSwish, "swish"}, {Activation::kRelu, "relu"}}) {
     for (const Shape& shape : {Shape{3, 37, kFfn}, Shape{1}, Shape{0, 5}}) {
       t.add("activation_inplace", dims(shape), label, {real(shape, 4.0f)}, Family::kExact,

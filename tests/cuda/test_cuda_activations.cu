@@ -2,16 +2,21 @@
 // (core/activations.h) and host and device must agree bit for bit. This runs
 // every function on the GPU over a strided sweep of all 2^32 float bit
 // patterns plus every float near the branch points, and compares each
-// result's bits with the host's.
+// result's bits with the host's. The 16-bit activation passes that look
+// their results up in a table (ops/cuda/activation.cu) are checked against
+// the elementwise kernel for every one of the 65536 inputs.
 #include <cuda_runtime.h>
 #include <gtest/gtest.h>
 
 #include <cmath>
 #include <cstdint>
+#include <cstring>
 #include <vector>
 
 #include "core/activations.h"
 #include "core/device.h"
+#include "core/tensor.h"
+#include "ops/activation.h"
 #include "support/test_support.h"
 
 namespace oasr {
@@ -86,6 +91,54 @@ TEST(CudaActivations, EveryFunctionIsBitIdenticalToTheHost) {
   }
   cudaFree(d_in);
   cudaFree(d_out);
+}
+
+// Every float16 / bfloat16 bit pattern, 16 times in 16 orders (2^20
+// elements: large enough for the table path), through ops::activation, against
+// the same patterns in one 65536-element pass (the elementwise kernel).
+TEST(CudaActivations, SixteenBitTablesMatchTheElementwiseKernelForEveryInput) {
+  OASR_SKIP_WITHOUT_CUDA();
+  constexpr int64_t kPatterns = 1 << 16;
+  constexpr int64_t kCopies = 16;
+  std::vector<uint16_t> patterns(kPatterns * kCopies);
+  for (int64_t k = 0; k < kCopies; ++k) {
+    for (int64_t i = 0; i < kPatterns; ++i) {
+      patterns[k * kPatterns + i] = static_cast<uint16_t>((i * 40503 + k * 7919) % kPatterns);
+    }
+  }
+  const Activation kinds[] = {Activation::kRelu,     Activation::kSwish,   Activation::kGeluErf,
+                              Activation::kGeluTanh, Activation::kSigmoid, Activation::kTanh};
+  for (DType dtype : {DType::kF16, DType::kBF16}) {
+    Tensor all = Tensor::empty({kCopies * kPatterns}, dtype);
+    std::memcpy(all.raw_data(), patterns.data(), patterns.size() * 2);
+    const Tensor all_device = all.to(Device::cuda());
+    // Copies: a narrow of a contiguous tensor is already contiguous, and the
+    // in-place pass below must not rewrite the inputs of the next activation.
+    const Tensor first_device = all_device.narrow(0, 0, kPatterns).clone();
+    for (Activation kind : kinds) {
+      const Tensor table = ops::activation(all_device, kind).to(Device::cpu());
+      const Tensor elementwise = ops::activation(first_device, kind).to(Device::cpu());
+      const auto* t = static_cast<const uint16_t*>(table.raw_data());
+      const auto* e = static_cast<const uint16_t*>(elementwise.raw_data());
+      std::vector<uint16_t> expected(kPatterns);  // by input pattern
+      for (int64_t i = 0; i < kPatterns; ++i) expected[patterns[i]] = e[i];
+      int64_t mismatches = 0;
+      for (int64_t i = 0; i < kCopies * kPatterns; ++i) {
+        if (t[i] != expected[patterns[i]]) ++mismatches;
+      }
+      EXPECT_EQ(mismatches, 0) << dtype_name(dtype) << " " << activation_name(kind);
+      // In place, on an odd-sized tail too.
+      Tensor in_place = all_device.narrow(0, 0, kCopies * kPatterns - 3).clone();
+      ops::activation_inplace(in_place, kind);
+      const Tensor back = in_place.to(Device::cpu());
+      const auto* b = static_cast<const uint16_t*>(back.raw_data());
+      mismatches = 0;
+      for (int64_t i = 0; i < kCopies * kPatterns - 3; ++i) {
+        if (b[i] != expected[patterns[i]]) ++mismatches;
+      }
+      EXPECT_EQ(mismatches, 0) << "in place " << dtype_name(dtype) << " " << activation_name(kind);
+    }
+  }
 }
 
 }  // namespace
