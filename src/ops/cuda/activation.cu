@@ -4,6 +4,7 @@
 #include <map>
 #include <mutex>
 #include <tuple>
+#include <type_traits>
 
 #include "ops/cuda/cuda_common.cuh"
 
@@ -16,6 +17,29 @@ __global__ void activation_kernel(const T* x, T* out, int64_t n) {
        i += static_cast<int64_t>(gridDim.x) * blockDim.x) {
     out[i] = from_float<T>(act::apply(kActivation, to_float(x[i])));
   }
+}
+
+// Calls fn(std::integral_constant<Activation, a>{}) for a non-identity `a`.
+template <typename Fn>
+void dispatch_activation(Activation activation, Fn&& fn) {
+  switch (activation) {
+    case Activation::kRelu:
+      return fn(std::integral_constant<Activation, Activation::kRelu>{});
+    case Activation::kSwish:
+      return fn(std::integral_constant<Activation, Activation::kSwish>{});
+    case Activation::kGeluErf:
+      return fn(std::integral_constant<Activation, Activation::kGeluErf>{});
+    case Activation::kGeluTanh:
+      return fn(std::integral_constant<Activation, Activation::kGeluTanh>{});
+    case Activation::kSigmoid:
+      return fn(std::integral_constant<Activation, Activation::kSigmoid>{});
+    case Activation::kTanh:
+      return fn(std::integral_constant<Activation, Activation::kTanh>{});
+    case Activation::kNone:
+      break;
+  }
+  OASR_THROW(kInternal, "activation: no kernel for Activation value ",
+             static_cast<int>(activation));
 }
 
 template <Activation kActivation>
@@ -102,36 +126,14 @@ const uint16_t* result_table(int device_index, DType dtype, Activation activatio
              kOutOfMemory, "activation: cannot allocate its 128 KiB result table");
   all_bit_patterns_kernel<<<kTableEntries / 256, 256, 0, current_stream()>>>(
       static_cast<uint16_t*>(patterns));
-  const auto build = [&](auto act_tag) {
+  dispatch_activation(activation, [&](auto act_tag) {
     constexpr Activation kAct = decltype(act_tag)::value;
     dispatch_float(dtype, "activation", [&](auto tag) {
       using T = decltype(tag);
       activation_kernel<T, kAct><<<kTableEntries / 256, 256, 0, current_stream()>>>(
           static_cast<const T*>(patterns), static_cast<T*>(results), kTableEntries);
     });
-  };
-  switch (activation) {
-    case Activation::kRelu:
-      build(std::integral_constant<Activation, Activation::kRelu>{});
-      break;
-    case Activation::kSwish:
-      build(std::integral_constant<Activation, Activation::kSwish>{});
-      break;
-    case Activation::kGeluErf:
-      build(std::integral_constant<Activation, Activation::kGeluErf>{});
-      break;
-    case Activation::kGeluTanh:
-      build(std::integral_constant<Activation, Activation::kGeluTanh>{});
-      break;
-    case Activation::kSigmoid:
-      build(std::integral_constant<Activation, Activation::kSigmoid>{});
-      break;
-    case Activation::kTanh:
-      build(std::integral_constant<Activation, Activation::kTanh>{});
-      break;
-    case Activation::kNone:
-      OASR_THROW(kInternal, "activation: no table for the identity");
-  }
+  });
   check_launch("activation table");
   OASR_CUDA_CHECK(cudaStreamSynchronize(current_stream()));
   cudaFree(patterns);
@@ -176,28 +178,15 @@ bool run_table(const Tensor& x, const Tensor& out, Activation activation) {
 void activation(const Tensor& x, const Tensor& out, Activation activation) {
   if (x.numel() == 0) return;
   use_device(x.device().index);
-  if (activation != Activation::kNone && run_table(x, out, activation)) return;
-  switch (activation) {
-    case Activation::kNone:
-      if (out.raw_data() != x.raw_data()) {
-        OASR_CUDA_CHECK(cudaMemcpyAsync(out.raw_data(), x.raw_data(), x.nbytes(),
-                                        cudaMemcpyDeviceToDevice, current_stream()));
-      }
-      return;
-    case Activation::kRelu:
-      return launch<Activation::kRelu>(x, out);
-    case Activation::kSwish:
-      return launch<Activation::kSwish>(x, out);
-    case Activation::kGeluErf:
-      return launch<Activation::kGeluErf>(x, out);
-    case Activation::kGeluTanh:
-      return launch<Activation::kGeluTanh>(x, out);
-    case Activation::kSigmoid:
-      return launch<Activation::kSigmoid>(x, out);
-    case Activation::kTanh:
-      return launch<Activation::kTanh>(x, out);
+  if (activation == Activation::kNone) {
+    if (out.raw_data() != x.raw_data()) {
+      OASR_CUDA_CHECK(cudaMemcpyAsync(out.raw_data(), x.raw_data(), x.nbytes(),
+                                      cudaMemcpyDeviceToDevice, current_stream()));
+    }
+    return;
   }
-  OASR_THROW(kInternal, "activation: unknown Activation value ", static_cast<int>(activation));
+  if (run_table(x, out, activation)) return;
+  dispatch_activation(activation, [&](auto act_tag) { launch<decltype(act_tag)::value>(x, out); });
 }
 
 }  // namespace oasr::ops::cuda
