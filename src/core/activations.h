@@ -20,7 +20,9 @@
 //   gelu_erf and gelu_tanh have an absolute error up to |x| 2^-23 (see there).
 // Host and device results were compared bit for bit over all 2^32 inputs of
 // every function here on an H200 (nvcc 13.0, -fmad=true and -fmad=false):
-// no difference.
+// no difference. swish and sigmoid were later rewritten without branches;
+// the rewrite gives the old bits for all 2^32 inputs on the host, and
+// tests/cuda/test_cuda_activations.cu compares GPU and host on every build.
 // NaN inputs come back unchanged (same payload bits on both sides).
 #pragma once
 
@@ -166,23 +168,14 @@ inline constexpr float kTanhPolyLimit = 0.625f;
 
 }  // namespace detail
 
-// e^x. Cody–Waite reduction x = n ln2 + r with ln2 = kLn2Hi + kLn2Lo, where
-// kLn2Hi has 13 significant bits so n * kLn2Hi is exact for |n| <= 2^11 and
-// x - n * kLn2Hi is exact (Sterbenz); one rounding remains in r. 2^n is
-// applied as two normal powers of two so that subnormal results are rounded
-// once and results near FLT_MAX do not overflow early.
-OASR_HD inline float exp_f32(float x) {
-  using namespace detail;
-  // Largest float with a finite e^x; e^x of the next float exceeds FLT_MAX.
-  constexpr float kMaxArg = 0x1.62e42ep6f;  // 88.7228317
-  // Below -150 ln2 (-103.97) e^x rounds to +0; -104 is the float just below.
-  constexpr float kMinArg = -104.0f;
+namespace detail {
+// exp_f32's arithmetic without its guards, for x in [-104, kMaxArg]: no
+// branch, so a caller can evaluate many of them side by side (a GEMM
+// epilogue's fragment) and select its own edge cases around them.
+OASR_HD inline float exp_f32_in_range(float x) {
   constexpr float kLog2e = 0x1.715476p0f;
   constexpr float kLn2Hi = 0x1.62ep-1f;
   constexpr float kLn2Lo = 0x1.0bfbe8p-15f;
-  if (is_nan(x)) return x;
-  if (x > kMaxArg) return positive_infinity();
-  if (x < kMinArg) return 0.0f;
   // n = rint(x log2e) in [-150, 128]: adding 1.5 * 2^23 rounds to an integer
   // (ties to even, as rint) and leaves it in the low bits, so neither rint
   // nor a float-to-int conversion (slow GPU ops) is needed; same n bit for bit.
@@ -196,6 +189,24 @@ OASR_HD inline float exp_f32(float x) {
       static_cast<int>(float_bits(shifted)) - static_cast<int>(float_bits(kRoundShift));
   const int n_half = n_int / 2;  // both halves in [-75, 64]: normal powers
   return mul_rn(mul_rn(p, pow2_normal(n_half)), pow2_normal(n_int - n_half));
+}
+}  // namespace detail
+
+// e^x. Cody–Waite reduction x = n ln2 + r with ln2 = kLn2Hi + kLn2Lo, where
+// kLn2Hi has 13 significant bits so n * kLn2Hi is exact for |n| <= 2^11 and
+// x - n * kLn2Hi is exact (Sterbenz); one rounding remains in r. 2^n is
+// applied as two normal powers of two so that subnormal results are rounded
+// once and results near FLT_MAX do not overflow early.
+OASR_HD inline float exp_f32(float x) {
+  using namespace detail;
+  // Largest float with a finite e^x; e^x of the next float exceeds FLT_MAX.
+  constexpr float kMaxArg = 0x1.62e42ep6f;  // 88.7228317
+  // Below -150 ln2 (-103.97) e^x rounds to +0; -104 is the float just below.
+  constexpr float kMinArg = -104.0f;
+  if (is_nan(x)) return x;
+  if (x > kMaxArg) return positive_infinity();
+  if (x < kMinArg) return 0.0f;
+  return detail::exp_f32_in_range(x);
 }
 
 // erf(x), odd. |x| < 1: x + x P(x^2); 1 <= |x| < 3.92: 1 - e^(-x^2 + R(x)),
@@ -239,9 +250,12 @@ OASR_HD inline float tanh_f32(float x) {
 // to 0 where e^-x overflows.
 OASR_HD inline float sigmoid(float x) {
   using namespace detail;
-  if (is_nan(x)) return x;
-  const float e = exp_f32(-abs_f32(x));  // in [0, 1]
-  return div_rn(x >= 0.0f ? 1.0f : e, 1.0f + e);
+  // Without a branch, as swish (e^-104 already rounds to exp_f32's +0).
+  const float ax = abs_f32(x);
+  const float clamped = ax <= 104.0f ? ax : 104.0f;  // NaN -> 104, selected away below
+  const float e = exp_f32_in_range(-clamped);        // in [0, 1]
+  const float result = div_rn(x >= 0.0f ? 1.0f : e, 1.0f + e);
+  return is_nan(x) ? x : result;
 }
 
 // PyTorch's relu: negative -> +0; NaN and -0 pass through unchanged.
@@ -254,10 +268,17 @@ OASR_HD inline float relu(float x) {
 // below 2^-126 in magnitude (x < -87) are accurate in absolute terms only.
 OASR_HD inline float swish(float x) {
   using namespace detail;
-  if (is_nan(x)) return x;
-  if (x < -104.0f) return -0.0f;  // e^x is 0 here: what the formula gives, minus -inf * 0
-  const float e = exp_f32(-abs_f32(x));
-  return div_rn(x >= 0.0f ? x : mul_rn(x, e), 1.0f + e);
+  // The same values as the branches "NaN: x; x < -104: -0; else
+  // num / (1 + exp_f32(-|x|))", computed without a branch so that an
+  // epilogue's unrolled fragment interleaves its elements: e^-|x| is taken
+  // on |x| clamped to 104, where the formula already gives exp_f32's +0
+  // (e^-104 < 2^-150), and the two edge cases are selected last.
+  const float ax = abs_f32(x);
+  const float clamped = ax <= 104.0f ? ax : 104.0f;  // NaN -> 104, selected away below
+  const float e = exp_f32_in_range(-clamped);
+  const float result = div_rn(x >= 0.0f ? x : mul_rn(x, e), 1.0f + e);
+  const float tail = x < -104.0f ? -0.0f : result;
+  return is_nan(x) ? x : tail;
 }
 
 // GELU, PyTorch approximate='none': x * 0.5 * (1 + erf(x / sqrt(2))), in

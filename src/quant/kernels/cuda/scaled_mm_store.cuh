@@ -23,17 +23,51 @@ namespace oasr::quant::cuda::detail {
 template <int kWarpN>
 inline constexpr int kStagedSlabBytes = 16 * (kWarpN + 8) * 4;
 
+// The epilogue values of outputs (row, col .. col + 3), the activation a
+// template argument: act::apply's switch folds away and the four
+// evaluations (branch-free for swish) can be scheduled side by side.
+template <Activation kAct, typename Acc>
+__device__ __forceinline__ void epilogue_quad_values(const EpilogueParams& p, int64_t row,
+                                                     int64_t col, const Acc (&acc)[4],
+                                                     float (&y)[4]) {
+  const float a_scale = p.a_scale[row];
+#pragma unroll
+  for (int e = 0; e < 4; ++e) {
+    const float bias = p.bias != nullptr ? p.bias[col + e] : kNoBias;
+    y[e] = epilogue_value(acc[e], a_scale, p.w_scale[col + e], bias, kAct);
+  }
+}
+template <typename Acc>
+__device__ __forceinline__ void epilogue_quad_values_any(const EpilogueParams& p, int64_t row,
+                                                         int64_t col, const Acc (&acc)[4],
+                                                         float (&y)[4]) {
+  const float a_scale = p.a_scale[row];
+#pragma unroll
+  for (int e = 0; e < 4; ++e) {
+    const float bias = p.bias != nullptr ? p.bias[col + e] : kNoBias;
+    y[e] = epilogue_value(acc[e], a_scale, p.w_scale[col + e], bias, p.act);
+  }
+}
+
 // Outputs (row, col .. col + 3): col % 4 == 0 and N % 8 == 0, so all four lie
 // in the row.
 template <typename Acc>
 __device__ __forceinline__ void store_epilogue_quad(const EpilogueParams& p, int64_t row,
                                                     int64_t col, const Acc (&acc)[4]) {
-  const float a_scale = p.a_scale[row];
   float y[4];
-#pragma unroll
-  for (int e = 0; e < 4; ++e) {
-    const float bias = p.bias != nullptr ? p.bias[col + e] : kNoBias;
-    y[e] = epilogue_value(acc[e], a_scale, p.w_scale[col + e], bias, p.act);
+  switch (p.act) {  // once per quad, so the four values' arithmetic interleaves
+    case Activation::kNone:
+      epilogue_quad_values<Activation::kNone>(p, row, col, acc, y);
+      break;
+    case Activation::kRelu:
+      epilogue_quad_values<Activation::kRelu>(p, row, col, acc, y);
+      break;
+    case Activation::kSwish:
+      epilogue_quad_values<Activation::kSwish>(p, row, col, acc, y);
+      break;
+    default:  // the activations the encoders' GEMMs do not use
+      epilogue_quad_values_any(p, row, col, acc, y);
+      break;
   }
   const int64_t index = row * p.n + col;
   if (p.out_multiplier != nullptr) {
