@@ -33,6 +33,7 @@
 #include "cli/engine_options.h"
 #include "core/error.h"
 #include "core/tensor.h"
+#include "models/architecture.h"
 #include "models/materialize.h"
 #include "models/native_checkpoint.h"
 #include "models/u2pp_model.h"
@@ -230,6 +231,10 @@ void run_bench_encoder(const BenchEncoderOptions& options) {
   models::MaterializeOptions materialize;
   materialize.device = served.served_device();
   materialize.dtype = served.served_dtype();
+  const models::Architecture& architecture = models::architecture_for(options.checkpoint_dir);
+  OASR_CHECK(architecture.name == models::kArchitectureName, kUnsupported,
+             "oasr bench encoder: ", options.checkpoint_dir, " is a ", architecture.display_name,
+             " model; this bench times the U2++ encoder (oasr bench whisper times Whisper)");
   const models::ModelSource source = models::load_checkpoint_dir(options.checkpoint_dir);
   const models::MaterializedU2pp materialized =
       models::materialize_u2pp_model(source, served.quantization, materialize);

@@ -19,8 +19,7 @@
 #include "cli/engine_options.h"
 #include "core/error.h"
 #include "io/safetensors.h"
-#include "models/materialize.h"
-#include "models/native_checkpoint.h"
+#include "models/architecture.h"
 #include "quant/apply.h"
 
 namespace oasr::cli {
@@ -44,8 +43,8 @@ std::optional<quant::QuantizationInfo> quantization_report(const fs::path& path,
                                                            const quant::QuantizationConfig& config,
                                                            bool quantized_checkpoint) {
   if (config.empty() && !quantized_checkpoint) return std::nullopt;
-  const models::ModelSource source = models::load_checkpoint_dir(path);
-  const models::MaterializedU2pp loaded = models::materialize_u2pp_model(source, config);
+  const models::MaterializedModel loaded =
+      models::architecture_for(path).materialize(path, config, {});
   return quant::quantization_info(*loaded.model, loaded.spec);
 }
 
@@ -245,9 +244,9 @@ void run_info(const InfoOptions& options) {
              "--quantization needs a checkpoint directory with ", kConfigFileName, "; ",
              path.string(), " is not one");
   // Only a model this build serves can report what it would serve.
-  const bool quantized_checkpoint = config && config->is_object() &&
-                                    config->contains("quantization") &&
-                                    config->value("architecture", "") == models::kArchitectureName;
+  const bool quantized_checkpoint =
+      config && config->is_object() && config->contains("quantization") &&
+      models::find_architecture(config->value("architecture", "")) != nullptr;
   const std::optional<quant::QuantizationInfo> quant_info =
       config ? quantization_report(path, quant_config, quantized_checkpoint) : std::nullopt;
 

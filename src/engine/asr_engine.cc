@@ -11,8 +11,10 @@
 #include "decode/attention_rescoring.h"
 #include "engine/whisper_recognizer.h"
 #include "layers/quantizable.h"
+#include "models/architecture.h"
 #include "models/materialize.h"
 #include "models/native_checkpoint.h"
+#include "models/whisper_convert.h"
 #include "models/whisper_dir.h"
 #include "ops/cpu_threads.h"
 #include "quant/apply_links.h"
@@ -218,14 +220,23 @@ models::MaterializeOptions materialize_options(const EngineConfig& config) {
 }  // namespace
 
 ASREngine::ASREngine(const EngineConfig& config) : config_(config) {
-  // Whisper on cuda is refused by name before the device checks, so the
-  // message says what is missing even where no GPU is present.
-  const bool whisper = config_.source == nullptr && !config_.ckpt_dir.empty() &&
-                       models::is_whisper_dir(config_.ckpt_dir);
-  OASR_CHECK(!whisper || config_.served_device().is_cpu(), kUnsupported, "device '", config_.device,
-             "': ", config_.ckpt_dir.string(),
-             " is a Whisper model, and the Whisper path is not ported to CUDA yet; use "
-             "--device cpu");
+  // An architecture without a CUDA path is refused by name before the
+  // device checks, so the message says what is missing even where no GPU is
+  // present. An in-memory source is a U2++ one.
+  const models::Architecture& architecture =
+      config_.source == nullptr && !config_.ckpt_dir.empty()
+          ? models::architecture_for(config_.ckpt_dir)
+          : *models::find_architecture(models::kArchitectureName);
+  OASR_CHECK(architecture.serves_cuda || config_.served_device().is_cpu(), kUnsupported, "device '",
+             config_.device, "': ", config_.ckpt_dir.string(), " is a ", architecture.display_name,
+             " model, and the ", architecture.display_name,
+             " path is not ported to CUDA yet; use --device cpu");
+  // Until the Recognizer interface lands ([W2-R]), the engine still serves
+  // these two architectures through its own members.
+  const bool whisper = architecture.name == models::kWhisperArchitectureName;
+  OASR_CHECK(whisper || architecture.name == models::kArchitectureName, kUnsupported,
+             config_.ckpt_dir.string(), " is a ", architecture.display_name,
+             " model; ASREngine serves U2++ and Whisper checkpoints only");
   config_.validate();
   if (config_.threads > 0) ops::set_cpu_threads(config_.threads);
   if (whisper) {

@@ -14,6 +14,7 @@
 #include "engine/asr_engine.h"
 #include "engine/progress.h"
 #include "layers/quantizable.h"
+#include "models/architecture.h"
 #include "models/materialize.h"
 #include "models/native_checkpoint.h"
 #include "quant/algorithms/calibrated.h"
@@ -335,6 +336,11 @@ QuantizeOutcome quantize_checkpoint(const QuantizeRequest& request) {
   config.module_types = parse_kinds(request.module_types);
   config.validate();
 
+  const models::Architecture& architecture = models::architecture_for(request.source);
+  OASR_CHECK(architecture.name == models::kArchitectureName, kUnsupported,
+             "oasr quantize: ", request.source.string(), " is a ", architecture.display_name,
+             " model, and the calibrated recipes serve U2++ checkpoints only so far; serve it "
+             "with online --quantization int8_w8a8 or fp8_w8a8 instead");
   const models::ModelSource source = models::load_checkpoint_dir(request.source);
   OASR_CHECK(source.quantization.is_null(), kInvalidArgument, request.source.string(),
              " is already quantized (format_version 2); quantize its full-precision original");

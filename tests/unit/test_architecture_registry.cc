@@ -1,0 +1,220 @@
+// The architecture registry (models/architecture.h): the built-in
+// descriptors, detection of each layout on disk, refusals, and an extra
+// architecture registered from this test binary alone -- a one-Linear
+// "CTC head" model built from the shared layers -- found by its
+// oasr_config.json name, materialized with online int8_w8a8 and reported by
+// quant::quantization_info, with no edit outside this file.
+#include <gtest/gtest.h>
+
+#include <fstream>
+#include <random>
+
+#include "core/error.h"
+#include "engine/asr_engine.h"
+#include "engine/quantize_recipe.h"
+#include "layers/linear.h"
+#include "models/architecture.h"
+#include "quant/apply.h"
+#include "support/test_support.h"
+
+namespace oasr {
+namespace {
+
+namespace fs = std::filesystem;
+constexpr const char* kExtraName = "registry_test_ctc_linear";
+
+// The extra architecture: one Linear 64 -> 16, weights from a fixed seed.
+class CtcLinearModel final : public Module {
+ public:
+  CtcLinearModel() : Module("CtcLinearModel") {
+    head_ = register_module("ctc_lo", std::make_shared<layers::Linear>(64, 16));
+  }
+  Tensor forward(const Tensor& x) const { return head_->forward(x); }
+
+ private:
+  std::shared_ptr<layers::Linear> head_;
+};
+
+bool names_extra(const fs::path& path) {
+  std::ifstream in(path / "oasr_config.json");
+  if (!in) return false;
+  const nlohmann::json config = nlohmann::json::parse(in, nullptr, false);
+  return config.is_object() && config.value("architecture", "") == kExtraName;
+}
+
+models::MaterializedModel materialize_extra(const fs::path&,
+                                            const quant::QuantizationConfig& quantization,
+                                            const models::MaterializeOptions& options) {
+  auto model = std::make_unique<CtcLinearModel>();
+  std::mt19937 rng(5);
+  std::normal_distribution<float> normal(0.0f, 0.2f);
+  std::vector<float> weight(16 * 64), bias(16);
+  for (float& v : weight) v = normal(rng);
+  for (float& v : bias) v = normal(rng);
+  model->child("ctc_lo")->set_param("weight", Tensor::from_vector(weight, {16, 64}));
+  model->child("ctc_lo")->set_param("bias", Tensor::from_vector(bias, {16}));
+  quant::QuantLayout layout;
+  layout.architecture = "registry test CTC linear";
+  quant::SpecOptions spec_options;
+  spec_options.online = true;
+  models::MaterializedModel out;
+  out.spec = quant::spec_from_config(quantization, *model, layout, spec_options);
+  quant::quantize_model_online(*model, out.spec);
+  model->to(options.dtype);
+  model->to(options.device);
+  quant::BindOptions bind;
+  bind.device = options.device;
+  quant::bind_quantization(*model, bind);
+  out.model = std::move(model);
+  return out;
+}
+
+void register_extra_once() {
+  if (models::find_architecture(kExtraName) != nullptr) return;
+  models::Architecture extra;
+  extra.name = kExtraName;
+  extra.display_name = "CTC linear (test)";
+  extra.detect = names_extra;
+  extra.materialize = materialize_extra;
+  extra.quantization_layout = [](const Module&) { return quant::QuantLayout{}; };
+  models::register_architecture(std::move(extra));
+}
+
+const fs::path kBundledModel = fs::path(OASR_SOURCE_DIR) / "models" / "oasr-u2pp-char-8k";
+
+TEST(ArchitectureRegistry, BuiltinsAreRegisteredByTheirConfigNames) {
+  const models::Architecture* u2pp = models::find_architecture("u2pp_conformer");
+  const models::Architecture* whisper = models::find_architecture("whisper");
+  ASSERT_NE(u2pp, nullptr);
+  ASSERT_NE(whisper, nullptr);
+  EXPECT_EQ(u2pp->display_name, "U2++");
+  EXPECT_EQ(whisper->display_name, "Whisper");
+  EXPECT_TRUE(u2pp->serves_cuda);
+  EXPECT_FALSE(whisper->serves_cuda);
+  EXPECT_EQ(models::find_architecture("conformer"), nullptr);
+  EXPECT_EQ(models::registered_architectures().front(), u2pp);
+}
+
+TEST(ArchitectureRegistry, DetectsEachLayoutOnDisk) {
+  const models::Architecture& u2pp = *models::find_architecture("u2pp_conformer");
+  const models::Architecture& whisper = *models::find_architecture("whisper");
+  EXPECT_EQ(&models::architecture_for(kBundledModel), &u2pp);  // native oasr directory
+  EXPECT_TRUE(u2pp.detect(kBundledModel));
+  EXPECT_FALSE(whisper.detect(kBundledModel));
+
+  const testing::TempDir hf;  // Hugging Face Whisper layout
+  std::ofstream(hf.path() / "config.json") << R"({"model_type": "whisper"})";
+  EXPECT_EQ(&models::architecture_for(hf.path()), &whisper);
+  EXPECT_FALSE(u2pp.detect(hf.path()));
+
+  const testing::TempDir wenet;  // WeNet experiment directory
+  std::ofstream(wenet.path() / "train.yaml") << "encoder: conformer\n";
+  EXPECT_TRUE(u2pp.detect(wenet.path()));
+  EXPECT_EQ(&models::architecture_for(wenet.path()), &u2pp);
+
+  const testing::TempDir broken;  // unparsable configs are nobody's: U2++'s loader names them
+  std::ofstream(broken.path() / "config.json") << "{not json";
+  std::ofstream(broken.path() / "oasr_config.json") << "{not json";
+  EXPECT_FALSE(whisper.detect(broken.path()));
+  EXPECT_FALSE(u2pp.detect(broken.path()));
+  EXPECT_EQ(&models::architecture_for(broken.path()), &u2pp);
+  EXPECT_EQ(&models::architecture_for("/nonexistent-ckpt-dir"), &u2pp);
+}
+
+TEST(ArchitectureRegistry, RefusesDuplicatesAndIncompleteDescriptors) {
+  try {
+    models::register_architecture(models::u2pp_architecture());
+    FAIL() << "a second u2pp_conformer was registered";
+  } catch (const Error& e) {
+    EXPECT_EQ(e.code(), ErrorCode::kInvalidArgument);
+    EXPECT_NE(std::string(e.what()).find("already registered"), std::string::npos) << e.what();
+  }
+  models::Architecture incomplete;
+  incomplete.name = "registry_test_incomplete";
+  try {
+    models::register_architecture(incomplete);
+    FAIL() << "a descriptor without functions was registered";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("needs a name, detect, materialize"), std::string::npos)
+        << e.what();
+  }
+  EXPECT_EQ(models::find_architecture("registry_test_incomplete"), nullptr);
+}
+
+TEST(ArchitectureRegistry, AnExtraArchitecturePlugsInFromTheTestAlone) {
+  register_extra_once();
+  const testing::TempDir dir;
+  std::ofstream(dir.path() / "oasr_config.json")
+      << R"({"format_version": 1, "architecture": ")" << kExtraName << R"("})";
+  const models::Architecture& found = models::architecture_for(dir.path());
+  ASSERT_EQ(found.name, kExtraName);
+  EXPECT_FALSE(models::find_architecture("u2pp_conformer")->detect(dir.path()));
+
+  quant::QuantizationConfig int8;
+  int8.scheme = "int8_w8a8";
+  const models::MaterializedModel online = found.materialize(dir.path(), int8, {});
+  const quant::QuantizationInfo info = quant::quantization_info(*online.model, online.spec);
+  ASSERT_EQ(info.quantized_layers(), 1) << info.summary();
+  EXPECT_EQ(info.layers[0].path, "ctc_lo");
+  EXPECT_EQ(info.layers[0].scheme, "int8_w8a8");
+
+  // The quantized head against the full-precision one on the same input:
+  // close (per-token int8 of a 64-wide row), not equal.
+  const models::MaterializedModel full = found.materialize(dir.path(), {}, {});
+  std::vector<float> x(3 * 64);
+  for (size_t i = 0; i < x.size(); ++i) x[i] = std::sin(0.37f * static_cast<float>(i));
+  const Tensor input = Tensor::from_vector(x, {3, 64});
+  const Tensor y8 = static_cast<const CtcLinearModel&>(*online.model).forward(input);
+  const Tensor y32 = static_cast<const CtcLinearModel&>(*full.model).forward(input);
+  double max_diff = 0.0, max_abs = 0.0;
+  for (int64_t i = 0; i < y32.numel(); ++i) {
+    max_diff = std::max(max_diff, std::abs(double(y8.data<float>()[i]) - y32.data<float>()[i]));
+    max_abs = std::max(max_abs, std::abs(double(y32.data<float>()[i])));
+  }
+  EXPECT_GT(max_diff, 0.0);
+  EXPECT_LT(max_diff, 0.05 * max_abs);
+}
+
+// Until the Recognizer interface lands, the front ends that serve U2++ and
+// Whisper only say so by the registry's name for what they were given.
+TEST(ArchitectureRegistry, FrontEndsRefuseWhatTheyDoNotServeByName) {
+  register_extra_once();
+  const testing::TempDir extra;
+  std::ofstream(extra.path() / "oasr_config.json")
+      << R"({"format_version": 1, "architecture": ")" << kExtraName << R"("})";
+  engine::EngineConfig config;
+  config.ckpt_dir = extra.path();
+  config.device = "cpu";
+  try {
+    engine::ASREngine engine(config);
+    FAIL() << "ASREngine accepted an architecture it has no recognizer for";
+  } catch (const Error& e) {
+    EXPECT_EQ(e.code(), ErrorCode::kUnsupported);
+    EXPECT_NE(std::string(e.what()).find("is a CTC linear (test) model; ASREngine serves U2++ "
+                                         "and Whisper"),
+              std::string::npos)
+        << e.what();
+  }
+
+  const testing::TempDir whisper;
+  std::ofstream(whisper.path() / "config.json") << R"({"model_type": "whisper"})";
+  const testing::TempDir out;
+  engine::QuantizeRequest request;
+  request.source = whisper.path();
+  request.destination = out.path() / "q";
+  request.recipe = "int8_w8a8_rtn";
+  request.progress = false;
+  try {
+    engine::quantize_checkpoint(request);
+    FAIL() << "oasr quantize accepted a Whisper directory";
+  } catch (const Error& e) {
+    EXPECT_EQ(e.code(), ErrorCode::kUnsupported);
+    const std::string message = e.what();
+    EXPECT_NE(message.find("is a Whisper model"), std::string::npos) << message;
+    EXPECT_NE(message.find("online --quantization"), std::string::npos) << message;
+  }
+  EXPECT_FALSE(fs::exists(out.path() / "q"));
+}
+
+}  // namespace
+}  // namespace oasr
