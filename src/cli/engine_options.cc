@@ -1,7 +1,5 @@
 #include "cli/engine_options.h"
 
-#include <cmath>
-
 namespace oasr::cli {
 
 void add_quantization_flags(CLI::App& app, QuantizationFlags& flags) {
@@ -39,19 +37,25 @@ void add_engine_flags(CLI::App& app, EngineFlags& flags) {
                  "U2++: ctc_greedy_search | ctc_prefix_beam_search | attention_rescoring "
                  "(default: attention_rescoring); Whisper: greedy_search | beam_search "
                  "(default: greedy_search)");
-  app.add_option("--beam-size", flags.beam_size,
-                 "U2++: prefix beam size (default 10); Whisper beam_search: beams (default 5)");
-  app.add_option("--ctc-weight", flags.ctc_weight,
-                 "weight of the CTC score in attention rescoring (default 0)");
-  app.add_option("--reverse-weight", flags.reverse_weight,
-                 "share of the right-to-left decoder in attention rescoring (default 0)");
-  app.add_option("--chunk-size", flags.chunk_size,
-                 "decode chunk by chunk with this many encoder frames per chunk (-1: offline)");
-  app.add_option("--left-chunks", flags.left_chunks,
-                 "chunks of history kept in the attention cache (-1: all)");
-  app.add_option("--length-penalty", flags.length_penalty,
-                 "Whisper beam_search: a finished hypothesis scores sum_logprobs / "
-                 "length ^ length_penalty (default 1.0)");
+  flags.options.beam_size =
+      app.add_option("--beam-size", flags.beam_size,
+                     "U2++: prefix beam size (default 10); Whisper beam_search: beams (default 5)");
+  flags.options.ctc_weight =
+      app.add_option("--ctc-weight", flags.ctc_weight,
+                     "weight of the CTC score in attention rescoring (default 0)");
+  flags.options.reverse_weight =
+      app.add_option("--reverse-weight", flags.reverse_weight,
+                     "share of the right-to-left decoder in attention rescoring (default 0)");
+  flags.options.chunk_size =
+      app.add_option("--chunk-size", flags.chunk_size,
+                     "decode chunk by chunk with this many encoder frames per chunk (-1: offline)");
+  flags.options.left_chunks =
+      app.add_option("--left-chunks", flags.left_chunks,
+                     "chunks of history kept in the attention cache (-1: all)");
+  flags.options.length_penalty =
+      app.add_option("--length-penalty", flags.length_penalty,
+                     "Whisper beam_search: a finished hypothesis scores sum_logprobs / "
+                     "length ^ length_penalty (default 1.0)");
   add_quantization_flags(app, flags.quantization);
 }
 
@@ -63,12 +67,15 @@ engine::EngineConfig EngineFlags::to_config() const {
   config.max_batch_size = max_batch_size;
   config.threads = threads;
   if (!decode_method.empty()) config.decode.method = decode_method;
-  if (beam_size != 0) config.decode.beam_size = beam_size;
-  if (ctc_weight != -1.0) config.decode.ctc_weight = ctc_weight;
-  if (reverse_weight != -1.0) config.decode.reverse_weight = reverse_weight;
-  if (chunk_size != 0) config.decode.chunk_size = chunk_size;
-  if (left_chunks != -2) config.decode.left_chunks = left_chunks;
-  if (!std::isnan(length_penalty)) config.decode.length_penalty = length_penalty;
+  const auto given = [](const CLI::Option* option) {
+    return option != nullptr && option->count() > 0;
+  };
+  if (given(options.beam_size)) config.decode.beam_size = beam_size;
+  if (given(options.ctc_weight)) config.decode.ctc_weight = ctc_weight;
+  if (given(options.reverse_weight)) config.decode.reverse_weight = reverse_weight;
+  if (given(options.chunk_size)) config.decode.chunk_size = chunk_size;
+  if (given(options.left_chunks)) config.decode.left_chunks = left_chunks;
+  if (given(options.length_penalty)) config.decode.length_penalty = length_penalty;
   config.quantization = quantization.to_config();
   return config;
 }

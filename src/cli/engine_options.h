@@ -5,7 +5,6 @@
 
 #include <CLI/CLI.hpp>
 
-#include <limits>
 #include <memory>
 #include <string>
 #include <vector>
@@ -31,12 +30,24 @@ struct EngineFlags {
   int64_t max_batch_size = 8;
   int threads = 0;            // 0: the machine's hardware threads
   std::string decode_method;  // empty: the checkpoint's default
+  // The decode flags below override the checkpoint's defaults only when
+  // given: whether they were is asked of their options (add_engine_flags
+  // sets these), never read from a sentinel value, so every value typed is
+  // validated -- 0, -1, nan included.
   int64_t beam_size = 0;
-  double ctc_weight = -1.0;
-  double reverse_weight = -1.0;
-  int64_t chunk_size = 0;  // 0: not given
-  int64_t left_chunks = -2;
-  double length_penalty = std::numeric_limits<double>::quiet_NaN();  // NaN: not given
+  double ctc_weight = 0.0;
+  double reverse_weight = 0.0;
+  int64_t chunk_size = 0;
+  int64_t left_chunks = 0;
+  double length_penalty = 1.0;
+  struct GivenOptions {
+    const CLI::Option* beam_size = nullptr;
+    const CLI::Option* ctc_weight = nullptr;
+    const CLI::Option* reverse_weight = nullptr;
+    const CLI::Option* chunk_size = nullptr;
+    const CLI::Option* left_chunks = nullptr;
+    const CLI::Option* length_penalty = nullptr;
+  } options;
   QuantizationFlags quantization;
 
   engine::EngineConfig to_config() const;

@@ -3,6 +3,7 @@
 // against its reference after English normalisation of both sides.
 #include <nlohmann/json.hpp>
 
+#include <algorithm>
 #include <iomanip>
 #include <iostream>
 
@@ -34,6 +35,16 @@ void run_eval(const EvalOptions& options) {
   engine::ManifestOptions manifest_options;
   manifest_options.audio_root = options.audio_root;
   const auto entries = engine::read_manifest(options.manifest, manifest_options);
+  // A corpus without one reference word (or character) has no error rate:
+  // refused before decoding, not printed as errors / 0.
+  const bool any_reference = std::any_of(entries.begin(), entries.end(), [](const auto& entry) {
+    return !engine::normalize_english(*entry.text).empty();
+  });
+  OASR_CHECK(any_reference, kInvalidArgument, "manifest ", options.manifest,
+             ": every \"text\" is empty after normalization (0 reference ",
+             unit == engine::ErrorRateUnit::kWord ? "words" : "characters", "), so the ",
+             unit == engine::ErrorRateUnit::kWord ? "word" : "character",
+             " error rate is undefined; give the entries their reference transcripts");
   engine::ASREngine asr(options.engine.to_config());
 
   engine::EvalResult result;

@@ -30,6 +30,10 @@ constexpr const char* kU2ppMethods =
 constexpr const char* kWhisperMethods = "greedy_search or beam_search";
 // HF's num_beams for beam search when --beam-size is not given.
 constexpr int64_t kWhisperDefaultBeams = 5;
+// An upper bound on beams so a typo cannot run for minutes: CTC prefix beam
+// search costs O(beam^2) per frame and Whisper's beam search one decoder row
+// per beam per step. The checkpoint defaults are 10 (U2++) and 5 (Whisper).
+constexpr int64_t kMaxBeamSize = 128;
 }  // namespace
 
 const char* decode_method_name(DecodeMethod method) {
@@ -65,17 +69,20 @@ DecodeMethod parse_decode_method(const std::string& name) {
 }
 
 void DecodeOptions::validate() const {
-  OASR_CHECK(beam_size >= 1, kInvalidArgument, "beam_size must be >= 1, got ", beam_size);
-  OASR_CHECK(ctc_weight >= 0.0, kInvalidArgument, "ctc_weight must be >= 0, got ", ctc_weight);
+  OASR_CHECK(beam_size >= 1 && beam_size <= kMaxBeamSize, kInvalidArgument,
+             "beam_size (--beam-size) must be in [1, ", kMaxBeamSize, "], got ", beam_size);
+  OASR_CHECK(ctc_weight >= 0.0 && std::isfinite(ctc_weight), kInvalidArgument,
+             "ctc_weight (--ctc-weight) must be a finite number >= 0, got ", ctc_weight);
   OASR_CHECK(reverse_weight >= 0.0 && reverse_weight <= 1.0, kInvalidArgument,
-             "reverse_weight must be in [0, 1], got ", reverse_weight);
+             "reverse_weight (--reverse-weight) must be in [0, 1], got ", reverse_weight);
   OASR_CHECK(chunk_size == -1 || chunk_size > 0, kInvalidArgument,
-             "chunk_size must be -1 (offline) or a positive number of encoder frames, got ",
+             "chunk_size (--chunk-size) must be -1 (offline) or a positive number of encoder "
+             "frames, got ",
              chunk_size);
-  OASR_CHECK(left_chunks >= -1, kInvalidArgument, "left_chunks must be -1 (all) or >= 0, got ",
-             left_chunks);
+  OASR_CHECK(left_chunks >= -1, kInvalidArgument,
+             "left_chunks (--left-chunks) must be -1 (all) or >= 0, got ", left_chunks);
   OASR_CHECK(std::isfinite(length_penalty), kInvalidArgument,
-             "length_penalty must be a finite number, got ", length_penalty);
+             "length_penalty (--length-penalty) must be a finite number, got ", length_penalty);
 }
 
 std::string DecodeOptions::dump() const {
@@ -142,7 +149,19 @@ DecodeOptions resolve_decode(const models::DecodeConfig& defaults, const DecodeO
              decode_method_name(d.method),
              "' is for Whisper checkpoints; this U2++ checkpoint takes ", kU2ppMethods);
   OASR_CHECK(!o.length_penalty, kInvalidArgument,
-             "length_penalty applies to Whisper beam search; a U2++ checkpoint does not take it");
+             "length_penalty (--length-penalty) applies to Whisper beam search; a U2++ "
+             "checkpoint does not take it: drop it");
+  // A knob the chosen method does not read is refused, not ignored.
+  const char* method = decode_method_name(d.method);
+  OASR_CHECK(!o.beam_size || d.method != DecodeMethod::kCtcGreedySearch, kInvalidArgument,
+             "ctc_greedy_search keeps one hypothesis; drop --beam-size ", o.beam_size.value_or(0),
+             " or use --decode-method ctc_prefix_beam_search|attention_rescoring");
+  for (const auto& [given, flag] : {std::pair{o.ctc_weight.has_value(), "--ctc-weight"},
+                                    std::pair{o.reverse_weight.has_value(), "--reverse-weight"}}) {
+    OASR_CHECK(!given || d.method == DecodeMethod::kAttentionRescoring, kInvalidArgument, flag,
+               " weighs the attention rescoring; ", method,
+               " does not rescore: drop it or use --decode-method attention_rescoring");
+  }
   d.beam_size = o.beam_size.value_or(defaults.beam_size);
   d.ctc_weight = o.ctc_weight.value_or(defaults.ctc_weight);
   d.reverse_weight = o.reverse_weight.value_or(defaults.reverse_weight);
@@ -173,6 +192,9 @@ DecodeOptions resolve_whisper_decode(const DecodeOverrides& o) {
     OASR_CHECK(!o.beam_size || *o.beam_size == 1, kInvalidArgument,
                "greedy_search keeps one hypothesis; drop --beam-size ", o.beam_size.value_or(1),
                " or use --decode-method beam_search");
+    OASR_CHECK(!o.length_penalty, kInvalidArgument,
+               "--length-penalty scores the finished hypotheses of beam_search; greedy_search "
+               "has none: drop it or use --decode-method beam_search");
     d.beam_size = 1;
   } else {
     d.beam_size = o.beam_size.value_or(kWhisperDefaultBeams);

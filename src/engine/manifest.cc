@@ -117,6 +117,9 @@ std::vector<ManifestEntry> read_manifest(const std::filesystem::path& path,
                                          const ManifestOptions& options) {
   OASR_CHECK(std::filesystem::exists(path), kNotFound, "manifest ", path.string(),
              " does not exist");
+  OASR_CHECK(!std::filesystem::is_directory(path), kInvalidArgument, "manifest ", path.string(),
+             " is a directory; pass a JSON-lines file with one {\"id\", \"audio\", \"text\"} "
+             "object per line (tools/data/make_eval_sets.sh writes them)");
   std::ifstream file(path, std::ios::binary);
   OASR_CHECK(file.good(), kIo, "cannot open manifest ", path.string());
   std::ostringstream contents;

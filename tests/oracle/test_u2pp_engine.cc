@@ -85,9 +85,12 @@ EngineConfig config_for(const std::string& method, const Mode& mode, int64_t max
   config.ckpt_dir = model_dir();
   config.max_batch_size = max_batch_size;
   config.decode.method = method;
-  config.decode.beam_size = d.at("beam_size").get<int64_t>();
-  config.decode.ctc_weight = d.at("ctc_weight").get<double>();
-  config.decode.reverse_weight = d.at("reverse_weight").get<double>();
+  // Only the knobs the method reads: the engine refuses the others by name.
+  if (method != "ctc_greedy_search") config.decode.beam_size = d.at("beam_size").get<int64_t>();
+  if (method == "attention_rescoring") {
+    config.decode.ctc_weight = d.at("ctc_weight").get<double>();
+    config.decode.reverse_weight = d.at("reverse_weight").get<double>();
+  }
   config.decode.chunk_size = mode.chunk_size;
   config.decode.left_chunks = mode.left_chunks;
   return config;

@@ -1,0 +1,150 @@
+// Bad input at the CLI edge, as a hostile user types it, on the bundled model
+// ([W2-Q] regression cases). The decode flags: every value given is validated
+// -- 0, -1, nan and huge values included -- and a flag the chosen decode
+// method does not read is refused by name instead of ignored. oasr eval: a
+// manifest without one reference word, or a directory given as the manifest.
+// Each refusal is one stderr line naming the flag or file and what to do,
+// exit status 1, before any audio is decoded.
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <cstdint>
+#include <fstream>
+#include <string>
+#include <vector>
+
+#include "cli/cli_test_util.h"
+#include "support/test_support.h"
+
+namespace oasr::testing {
+namespace {
+
+const std::string kModel = std::string(OASR_SOURCE_DIR) + "/models/oasr-u2pp-char-8k";
+
+void expect_refused(const std::vector<std::string>& args, const std::vector<std::string>& needles) {
+  std::string joined;
+  for (const std::string& a : args) joined += a + " ";
+  const CliResult r = run_oasr(args);
+  EXPECT_FALSE(r.signaled) << joined;
+  EXPECT_EQ(r.exit_code, 1) << joined << "\n" << r.err;
+  EXPECT_EQ(split_lines(r.err).size(), 1u) << joined << "\n" << r.err;
+  for (const std::string& needle : needles) {
+    EXPECT_NE(r.err.find(needle), std::string::npos) << joined << "\n" << r.err;
+  }
+}
+
+// transcribe with `flags`; the audio path is never read.
+void expect_refusal(std::vector<std::string> flags, const std::vector<std::string>& needles,
+                    const std::string& model = kModel) {
+  std::vector<std::string> args = {"transcribe", "--ckpt-dir", model, "/nonexistent/a.wav"};
+  args.insert(args.end(), flags.begin(), flags.end());
+  expect_refused(args, needles);
+}
+
+TEST(CliDecodeFlags, ValuesThatUsedToMeanNotGivenAreValidated) {
+  expect_refusal({"--beam-size", "0"}, {"--beam-size", "[1, 128]", "got 0"});
+  expect_refusal({"--chunk-size", "0"}, {"--chunk-size", "-1 (offline) or a positive", "got 0"});
+  expect_refusal({"--left-chunks", "-2"}, {"--left-chunks", "got -2"});
+  expect_refusal({"--reverse-weight", "-1"}, {"--reverse-weight", "[0, 1]"});
+  expect_refusal({"--ctc-weight", "-1"}, {"--ctc-weight", ">= 0"});
+}
+
+TEST(CliDecodeFlags, NonFiniteAndHugeValuesAreRefused) {
+  expect_refusal({"--ctc-weight", "nan"}, {"--ctc-weight", "finite", "nan"});
+  expect_refusal({"--reverse-weight", "nan"}, {"--reverse-weight", "[0, 1]"});
+  expect_refusal({"--decode-method", "ctc_prefix_beam_search", "--beam-size", "100000"},
+                 {"--beam-size", "[1, 128]", "100000"});
+}
+
+TEST(CliDecodeFlags, AFlagTheMethodDoesNotReadIsRefusedByName) {
+  expect_refusal({"--decode-method", "ctc_greedy_search", "--ctc-weight", "0.5"},
+                 {"--ctc-weight", "ctc_greedy_search does not rescore", "attention_rescoring"});
+  expect_refusal({"--decode-method", "ctc_prefix_beam_search", "--reverse-weight", "0.3"},
+                 {"--reverse-weight", "ctc_prefix_beam_search does not rescore"});
+  expect_refusal({"--decode-method", "ctc_greedy_search", "--beam-size", "4"},
+                 {"ctc_greedy_search keeps one hypothesis", "--beam-size 4"});
+  expect_refusal({"--length-penalty", "0.5"}, {"--length-penalty", "Whisper", "drop it"});
+  // Whisper's decode options are resolved before its weights are read, so a
+  // directory with only its config.json is enough to be refused.
+  const TempDir whisper;
+  std::ofstream(whisper.path() / "config.json") << R"({"model_type": "whisper"})";
+  expect_refusal({"--length-penalty", "0.5"}, {"--length-penalty", "greedy_search has none"},
+                 whisper.path().string());
+  expect_refusal({"--decode-method", "beam_search", "--length-penalty", "nan"},
+                 {"--length-penalty", "finite", "nan"}, whisper.path().string());
+  expect_refusal({"--decode-method", "beam_search", "--beam-size", "1000"},
+                 {"--beam-size", "[1, 128]"}, whisper.path().string());
+}
+
+// One second of a 440 Hz tone, 8 kHz 16-bit mono PCM WAV.
+void write_tone_wav(const std::string& path) {
+  constexpr uint32_t kRate = 8000;
+  std::vector<int16_t> samples(kRate);
+  for (size_t i = 0; i < samples.size(); ++i) {
+    samples[i] = static_cast<int16_t>(8000.0 * std::sin(2.0 * M_PI * 440.0 * i / kRate));
+  }
+  const uint32_t data_bytes = static_cast<uint32_t>(samples.size() * 2);
+  std::ofstream out(path, std::ios::binary);
+  const auto u32 = [&](uint32_t v) { out.write(reinterpret_cast<const char*>(&v), 4); };
+  const auto u16 = [&](uint16_t v) { out.write(reinterpret_cast<const char*>(&v), 2); };
+  out.write("RIFF", 4);
+  u32(36 + data_bytes);
+  out.write("WAVEfmt ", 8);
+  u32(16);
+  u16(1);  // PCM
+  u16(1);  // mono
+  u32(kRate);
+  u32(kRate * 2);
+  u16(2);
+  u16(16);
+  out.write("data", 4);
+  u32(data_bytes);
+  out.write(reinterpret_cast<const char*>(samples.data()), data_bytes);
+}
+
+TEST(CliDecodeFlags, TheDefaultsAndValidValuesStillServe) {
+  const TempDir dir;
+  const std::string wav = (dir.path() / "tone.wav").string();
+  write_tone_wav(wav);
+  for (const std::vector<std::string>& flags :
+       std::vector<std::vector<std::string>>{{},
+                                             {"--beam-size", "3", "--ctc-weight", "0.3"},
+                                             {"--chunk-size", "-1", "--left-chunks", "-1"},
+                                             {"--decode-method", "ctc_greedy_search"}}) {
+    std::vector<std::string> args = {"transcribe", "--ckpt-dir", kModel, wav};
+    args.insert(args.end(), flags.begin(), flags.end());
+    const CliResult r = run_oasr(args);
+    EXPECT_EQ(r.exit_code, 0) << r.err;
+    EXPECT_EQ(r.out.rfind(wav, 0), 0u) << r.out;
+  }
+}
+
+TEST(CliEvalInput, AManifestWithoutOneReferenceWordIsRefused) {
+  const TempDir dir;
+  const std::string wav = (dir.path() / "tone.wav").string();
+  write_tone_wav(wav);
+  const std::string manifest = (dir.path() / "empty_refs.jsonl").string();
+  std::ofstream(manifest) << R"({"id": "a", "audio": ")" << wav << R"(", "text": ""})"
+                          << "\n"
+                          << R"({"id": "b", "audio": ")" << wav << R"(", "text": " . "})"
+                          << "\n";
+  expect_refused({"eval", "--ckpt-dir", kModel, "--manifest", manifest},
+                 {manifest, "0 reference words", "word error rate is undefined"});
+  // One reference word is enough: the rate is errors / 1.
+  std::ofstream(manifest) << R"({"id": "a", "audio": ")" << wav << R"(", "text": "minutes"})"
+                          << "\n"
+                          << R"({"id": "b", "audio": ")" << wav << R"(", "text": ""})"
+                          << "\n";
+  const CliResult r = run_oasr({"eval", "--ckpt-dir", kModel, "--manifest", manifest});
+  EXPECT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_NE(r.out.find("reference words"), std::string::npos) << r.out;
+}
+
+TEST(CliEvalInput, ADirectoryAsTheManifestIsNamedAsOne) {
+  const TempDir dir;
+  expect_refused({"eval", "--ckpt-dir", kModel, "--manifest", dir.path().string()},
+                 {dir.path().string(), "is a directory", "JSON-lines file"});
+}
+
+}  // namespace
+}  // namespace oasr::testing
