@@ -1,5 +1,7 @@
 #include "layers/quantizable.h"
 
+#include <cmath>
+
 #include "core/error.h"
 #include "quant/numerics.h"
 #if defined(OASR_WITH_CUDA)
@@ -91,9 +93,39 @@ void QuantizableLayer::quantize_weight_online(std::unique_ptr<quant::QuantMethod
   m.set_param("weight_scale", q.weight_scale);
 }
 
+namespace {
+
+// A checkpoint's scales divide and multiply every value the layer computes:
+// NaN, 0 or a negative scale would serve normal-looking garbage, so each is
+// refused at load naming the tensor, the first bad element and what to do.
+void check_positive_finite(const Tensor& scales, const std::string& name) {
+  if (!scales.defined()) return;
+  const Tensor values = scales.to(Device::cpu()).to(DType::kF32).contiguous();
+  const float* data = values.data<float>();
+  int64_t bad = 0, first = -1;
+  for (int64_t i = 0; i < values.numel(); ++i) {
+    if (!(std::isfinite(data[i]) && data[i] > 0.0f)) {
+      if (first < 0) first = i;
+      ++bad;
+    }
+  }
+  OASR_CHECK(bad == 0, kCorruptFile, name, " holds ", bad, " of ", values.numel(),
+             " values that are not finite and > 0 (the first at index ", first, ": ",
+             first >= 0 ? data[first] : 0.0f,
+             "); a scale must be a positive finite number: re-quantize the checkpoint from its "
+             "full-precision original (oasr quantize)");
+}
+
+}  // namespace
+
 void QuantizableLayer::bind_quant(const quant::BindOptions& options) {
   if (!quantized()) return;
-  quant_method_->bind(options, quant_params());
+  const quant::QuantizedParams params = quant_params();
+  const std::string path = quant_module().path();
+  check_positive_finite(params.weight_scale, path + ".weight_scale");
+  check_positive_finite(params.input_scale, path + ".input_scale");
+  check_positive_finite(params.smooth_inv, path + ".smooth_inv");
+  quant_method_->bind(options, params);
 }
 
 quant::QuantizedParams QuantizableLayer::quant_params() const {

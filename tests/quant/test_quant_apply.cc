@@ -320,5 +320,35 @@ TEST(QuantApply, OnlineAndNativeLoadsServeTheSameBits) {
   EXPECT_LT(std::sqrt(diff / norm), 0.05);
 }
 
+// A quantized checkpoint whose scales hold NaN, 0 or a negative value is
+// refused at load, naming the tensor and the first bad element ([W2-Q]):
+// served, NaN and 0 gave normal-looking text.
+TEST(QuantApply, ACheckpointScaleThatIsNotPositiveAndFiniteIsRefusedAtLoad) {
+  TinyModel online;
+  const QuantizationSpec spec = spec_from_config(QuantizationConfig::from_options("int8_w8a8", {}),
+                                                 online.root, tiny_layout());
+  quantize_model_online(online.root, spec);
+  std::map<std::string, Tensor> state;
+  for (auto& [name, slot] : online.root.named_parameters()) state[name] = slot->value;
+  QuantizationSpec checkpoint = spec;
+  checkpoint.online = false;
+  for (const float bad : {std::nanf(""), 0.0f, -0.25f, INFINITY}) {
+    std::map<std::string, Tensor> corrupt = state;
+    Tensor scale = corrupt.at("blocks.1.ff.w_2.weight_scale").clone();
+    scale.data<float>()[5] = bad;
+    corrupt["blocks.1.ff.w_2.weight_scale"] = scale;
+    TinyModel native;
+    prepare_quantized_slots(native.root, checkpoint);
+    native.root.load_state_dict(MapTensorSource(corrupt));
+    expect_refused([&] { bind_quantization(native.root); },
+                   {"blocks.1.ff.w_2.weight_scale", "1 of 32 values", "index 5",
+                    "re-quantize the checkpoint"});
+  }
+  TinyModel intact;  // the same checkpoint unmodified loads
+  prepare_quantized_slots(intact.root, checkpoint);
+  intact.root.load_state_dict(MapTensorSource(state));
+  EXPECT_NO_THROW(bind_quantization(intact.root));
+}
+
 }  // namespace
 }  // namespace oasr::quant
