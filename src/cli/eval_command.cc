@@ -6,6 +6,8 @@
 #include <algorithm>
 #include <iomanip>
 #include <iostream>
+#include <string>
+#include <vector>
 
 #include "cli/command.h"
 #include "cli/engine_options.h"
@@ -35,11 +37,12 @@ void run_eval(const EvalOptions& options) {
   engine::ManifestOptions manifest_options;
   manifest_options.audio_root = options.audio_root;
   const auto entries = engine::read_manifest(options.manifest, manifest_options);
-  // A corpus without one reference word (or character) has no error rate:
-  // refused before decoding, not printed as errors / 0.
-  const bool any_reference = std::any_of(entries.begin(), entries.end(), [](const auto& entry) {
-    return !engine::normalize_english(*entry.text).empty();
-  });
+  // Normalized once; a corpus without one reference word (or character) has
+  // no error rate: refused before decoding, not printed as errors / 0.
+  std::vector<std::string> references;
+  for (const auto& entry : entries) references.push_back(engine::normalize_english(*entry.text));
+  const bool any_reference = std::any_of(references.begin(), references.end(),
+                                         [](const std::string& r) { return !r.empty(); });
   OASR_CHECK(any_reference, kInvalidArgument, "manifest ", options.manifest,
              ": every \"text\" is empty after normalization (0 reference ",
              unit == engine::ErrorRateUnit::kWord ? "words" : "characters", "), so the ",
@@ -60,7 +63,7 @@ void run_eval(const EvalOptions& options) {
     for (size_t i = start; i < end; ++i) paths.push_back(entries[i].audio);
     const auto transcripts = asr.transcribe_files(paths);
     for (size_t i = start; i < end; ++i) {
-      result.add(entries[i].id, engine::normalize_english(*entries[i].text),
+      result.add(entries[i].id, references[i],
                  engine::normalize_english(transcripts[i - start].text));
     }
     progress.advance(static_cast<int64_t>(end - start));

@@ -23,29 +23,18 @@ namespace oasr::quant::cuda::detail {
 template <int kWarpN>
 inline constexpr int kStagedSlabBytes = 16 * (kWarpN + 8) * 4;
 
-// The epilogue values of outputs (row, col .. col + 3), the activation a
-// template argument: act::apply's switch folds away and the four
+// The epilogue values of outputs (row, col .. col + 3). Inlined, so a
+// constant `act` at the call folds act::apply's switch away and the four
 // evaluations (branch-free for swish) can be scheduled side by side.
-template <Activation kAct, typename Acc>
+template <typename Acc>
 __device__ __forceinline__ void epilogue_quad_values(const EpilogueParams& p, int64_t row,
                                                      int64_t col, const Acc (&acc)[4],
-                                                     float (&y)[4]) {
+                                                     Activation act, float (&y)[4]) {
   const float a_scale = p.a_scale[row];
 #pragma unroll
   for (int e = 0; e < 4; ++e) {
     const float bias = p.bias != nullptr ? p.bias[col + e] : kNoBias;
-    y[e] = epilogue_value(acc[e], a_scale, p.w_scale[col + e], bias, kAct);
-  }
-}
-template <typename Acc>
-__device__ __forceinline__ void epilogue_quad_values_any(const EpilogueParams& p, int64_t row,
-                                                         int64_t col, const Acc (&acc)[4],
-                                                         float (&y)[4]) {
-  const float a_scale = p.a_scale[row];
-#pragma unroll
-  for (int e = 0; e < 4; ++e) {
-    const float bias = p.bias != nullptr ? p.bias[col + e] : kNoBias;
-    y[e] = epilogue_value(acc[e], a_scale, p.w_scale[col + e], bias, p.act);
+    y[e] = epilogue_value(acc[e], a_scale, p.w_scale[col + e], bias, act);
   }
 }
 
@@ -55,18 +44,18 @@ template <typename Acc>
 __device__ __forceinline__ void store_epilogue_quad(const EpilogueParams& p, int64_t row,
                                                     int64_t col, const Acc (&acc)[4]) {
   float y[4];
-  switch (p.act) {  // once per quad, so the four values' arithmetic interleaves
+  switch (p.act) {  // once per quad, each case with a constant activation
     case Activation::kNone:
-      epilogue_quad_values<Activation::kNone>(p, row, col, acc, y);
+      epilogue_quad_values(p, row, col, acc, Activation::kNone, y);
       break;
     case Activation::kRelu:
-      epilogue_quad_values<Activation::kRelu>(p, row, col, acc, y);
+      epilogue_quad_values(p, row, col, acc, Activation::kRelu, y);
       break;
     case Activation::kSwish:
-      epilogue_quad_values<Activation::kSwish>(p, row, col, acc, y);
+      epilogue_quad_values(p, row, col, acc, Activation::kSwish, y);
       break;
     default:  // the activations the encoders' GEMMs do not use
-      epilogue_quad_values_any(p, row, col, acc, y);
+      epilogue_quad_values(p, row, col, acc, p.act, y);
       break;
   }
   const int64_t index = row * p.n + col;
