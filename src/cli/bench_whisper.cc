@@ -20,6 +20,7 @@
 #include "engine/manifest.h"
 #include "engine/text_normalizer.h"
 #include "engine/wer.h"
+#include "engine/whisper_recognizer.h"
 #include "ops/cpu_threads.h"
 
 namespace oasr::cli {
@@ -125,8 +126,10 @@ void run_bench_whisper(const BenchWhisperOptions& options) {
   OASR_CHECK(options.warmup >= 0, kInvalidArgument, "--warmup must be >= 0, got ", options.warmup);
   const engine::EngineConfig config = options.engine.to_config();
   engine::ASREngine asr(config);
-  OASR_CHECK(asr.is_whisper(), kInvalidArgument, "bench whisper: ", options.engine.ckpt_dir,
-             " is not a Whisper checkpoint (use `oasr bench encoder` for U2++)");
+  OASR_CHECK(dynamic_cast<const engine::WhisperRecognizer*>(&asr.recognizer()) != nullptr,
+             kInvalidArgument, "bench whisper: ", config.ckpt_dir.string(), " is a ",
+             asr.architecture().display_name,
+             " checkpoint, not a Whisper one (use `oasr bench encoder` for U2++)");
   auto entries = engine::read_manifest(options.manifest, {});
   if (static_cast<int64_t>(entries.size()) > options.utterances) {
     entries.resize(static_cast<size_t>(options.utterances));
@@ -153,9 +156,8 @@ void run_bench_whisper(const BenchWhisperOptions& options) {
   line["bench"] = "whisper";
   line["impl"] = "oasr";
   line["device"] = config.device;
-  line["quantization"] =
-      options.engine.quantization.scheme.empty() ? "none" : options.engine.quantization.scheme;
-  line["decode_method"] = engine::decode_method_name(asr.decode_options().method);
+  line["quantization"] = config.quantization.scheme.empty() ? "none" : config.quantization.scheme;
+  line["decode_method"] = asr.decode_options().method;
   line["max_batch_size"] = config.max_batch_size;
   line["threads"] = threads;
   line["utterances"] = utterances.size();

@@ -5,11 +5,13 @@
 
 #include <CLI/CLI.hpp>
 
+#include <deque>
 #include <memory>
 #include <string>
 #include <vector>
 
 #include "engine/asr_engine.h"
+#include "engine/engine_options.h"
 
 namespace oasr::cli {
 
@@ -23,33 +25,21 @@ struct QuantizationFlags {
 };
 void add_quantization_flags(CLI::App& app, QuantizationFlags& flags);
 
+// The engine flags as text, handed to the shared options layer
+// (engine/engine_options.h) as key=value pairs: a flag overrides only when
+// given (asked of its CLI option, never read from a sentinel), and every
+// value typed is parsed and range-checked there, with the messages the
+// server and the Python package give.
 struct EngineFlags {
-  std::string ckpt_dir;
-  std::string device = "cpu";
-  std::string dtype;  // empty: float32 on cpu, float16 on cuda
-  int64_t max_batch_size = 8;
-  int threads = 0;            // 0: the machine's hardware threads
-  std::string decode_method;  // empty: the checkpoint's default
-  // The decode flags below override the checkpoint's defaults only when
-  // given: whether they were is asked of their options (add_engine_flags
-  // sets these), never read from a sentinel value, so every value typed is
-  // validated -- 0, -1, nan included.
-  int64_t beam_size = 0;
-  double ctc_weight = 0.0;
-  double reverse_weight = 0.0;
-  int64_t chunk_size = 0;
-  int64_t left_chunks = 0;
-  double length_penalty = 1.0;
-  struct GivenOptions {
-    const CLI::Option* beam_size = nullptr;
-    const CLI::Option* ctc_weight = nullptr;
-    const CLI::Option* reverse_weight = nullptr;
-    const CLI::Option* chunk_size = nullptr;
-    const CLI::Option* left_chunks = nullptr;
-    const CLI::Option* length_penalty = nullptr;
-  } options;
+  struct Flag {
+    std::string key;  // the options layer's key (beam_size)
+    std::string value;
+    const CLI::Option* option = nullptr;
+  };
+  std::deque<Flag> flags;  // a deque: CLI11 holds each value's address
   QuantizationFlags quantization;
 
+  engine::OptionList given() const;  // the flags given, in registration order
   engine::EngineConfig to_config() const;
 };
 

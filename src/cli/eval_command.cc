@@ -56,7 +56,7 @@ void run_eval(const EvalOptions& options) {
   engine::ProgressBar progress(static_cast<int64_t>(entries.size()), "eval");
   // Decode in groups of the engine's batch size so batching pays off while
   // the progress bar still moves.
-  const size_t group = static_cast<size_t>(std::max<int64_t>(1, options.engine.max_batch_size));
+  const size_t group = static_cast<size_t>(std::max<int64_t>(1, asr.config().max_batch_size));
   for (size_t start = 0; start < entries.size(); start += group) {
     const size_t end = std::min(entries.size(), start + group);
     std::vector<std::filesystem::path> paths;

@@ -37,15 +37,16 @@ struct InfoOptions {
   QuantizationFlags quantization;
 };
 
-// The quantization report of the checkpoint directory at `path` under the
-// requested config (nothing asked and a full-precision checkpoint: none).
-std::optional<quant::QuantizationInfo> quantization_report(const fs::path& path,
-                                                           const quant::QuantizationConfig& config,
-                                                           bool quantized_checkpoint) {
-  if (config.empty() && !quantized_checkpoint) return std::nullopt;
-  const models::MaterializedModel loaded =
-      models::architecture_for(path).materialize(path, config, {});
-  return quant::quantization_info(*loaded.model, loaded.spec);
+// The architecture that claims the directory at `path`, or null (a
+// plain folder of safetensors files, or a config naming an architecture this
+// build does not serve).
+const models::Architecture* serving_architecture(const fs::path& path) {
+  std::error_code ec;
+  if (!fs::is_directory(path, ec)) return nullptr;
+  for (const models::Architecture* architecture : models::registered_architectures()) {
+    if (architecture->detect(path)) return architecture;
+  }
+  return nullptr;
 }
 
 std::string dtype_label(DType dtype) {
@@ -243,12 +244,22 @@ void run_info(const InfoOptions& options) {
   OASR_CHECK(quant_config.empty() || config.has_value(), kInvalidArgument,
              "--quantization needs a checkpoint directory with ", kConfigFileName, "; ",
              path.string(), " is not one");
-  // Only a model this build serves can report what it would serve.
-  const bool quantized_checkpoint =
-      config && config->is_object() && config->contains("quantization") &&
-      models::find_architecture(config->value("architecture", "")) != nullptr;
-  const std::optional<quant::QuantizationInfo> quant_info =
-      config ? quantization_report(path, quant_config, quantized_checkpoint) : std::nullopt;
+  // A checkpoint of an architecture this build serves is loaded the way the
+  // engine loads it, so a missing or misshapen tensor fails here (exit 1)
+  // instead of at the first transcription; what it would serve is reported
+  // when it is quantized or --quantization asks.
+  const models::Architecture* architecture = serving_architecture(path);
+  OASR_CHECK(quant_config.empty() || architecture != nullptr, kInvalidArgument,
+             "--quantization reports what a model this build serves would serve; ", path.string(),
+             " is not a checkpoint directory of one (",
+             config ? "its architecture is not served" : "no architecture claims it", ")");
+  std::optional<quant::QuantizationInfo> quant_info;
+  if (architecture != nullptr) {
+    const models::MaterializedModel loaded = architecture->materialize(path, quant_config, {});
+    if (!quant_config.empty() || !loaded.spec.empty()) {
+      quant_info = quant::quantization_info(*loaded.model, loaded.spec);
+    }
+  }
 
   std::ostringstream out;
   out << "checkpoint: " << path.string() << "\n";
@@ -259,8 +270,19 @@ void run_info(const InfoOptions& options) {
   } else {
     print_listing(out, infos);
   }
+  if (architecture != nullptr) {
+    out << "model: " << architecture->display_name
+        << " (loads: every tensor it needs is present and shaped as its config says)\n";
+  }
   if (quant_info) out << "quantization: " << quant_info->details();
   std::cout << out.str() << std::flush;
+  if (architecture == nullptr && fs::is_directory(path, ec)) {
+    std::cerr << "oasr: note: " << path.string()
+              << " is not a checkpoint directory this build serves ("
+              << (config ? "its oasr_config.json names an architecture it does not serve"
+                         : "no oasr_config.json, and no other layout it reads")
+              << "): its tensors are listed, nothing was loaded\n";
+  }
 }
 
 }  // namespace

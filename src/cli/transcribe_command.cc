@@ -3,6 +3,7 @@
 #include <nlohmann/json.hpp>
 
 #include <iostream>
+#include <optional>
 
 #include "cli/command.h"
 #include "cli/engine_options.h"
@@ -21,21 +22,52 @@ struct TranscribeOptions {
 void run_transcribe(const TranscribeOptions& options) {
   OASR_CHECK(options.output_format == "text" || options.output_format == "json", kInvalidArgument,
              "unknown --output-format '", options.output_format, "'; use text or json");
-  engine::ASREngine engine(options.engine.to_config());
-  std::vector<std::filesystem::path> paths(options.audio.begin(), options.audio.end());
-  const auto results = engine.transcribe_files(paths);
-  for (size_t i = 0; i < results.size(); ++i) {
-    if (options.output_format == "json") {
-      nlohmann::ordered_json line;
-      line["file"] = options.audio[i];
-      line["text"] = results[i].text;
-      line["tokens"] = results[i].tokens;
-      line["score"] = results[i].score;
-      std::cout << line.dump() << "\n";
-    } else {
-      std::cout << options.audio[i] << "\t" << results[i].text << "\n";
+  const engine::ASREngine engine(options.engine.to_config());
+  const bool json = options.output_format == "json";
+  // A file that cannot be read (or is too short) is reported by name and
+  // the others are still transcribed: one batch call over the good ones
+  // gives each the result it has alone (batch invariance).
+  std::vector<std::vector<float>> utterances;
+  std::vector<size_t> good;
+  std::vector<std::optional<Error>> errors(options.audio.size());
+  for (size_t i = 0; i < options.audio.size(); ++i) {
+    try {
+      utterances.push_back(engine.load_utterance(options.audio[i]));
+      good.push_back(i);
+    } catch (const Error& e) {
+      errors[i] = e;
     }
   }
+  const auto results =
+      utterances.empty() ? std::vector<engine::Transcript>{} : engine.transcribe(utterances);
+  size_t next = 0;
+  for (size_t i = 0; i < options.audio.size(); ++i) {
+    nlohmann::ordered_json line;
+    line["file"] = options.audio[i];
+    if (errors[i]) {
+      if (options.audio.size() > 1) std::cerr << "oasr: error: " << errors[i]->what() << "\n";
+      if (json) {
+        line["error"] = errors[i]->what();
+        std::cout << line.dump() << "\n";
+      }
+      continue;
+    }
+    const engine::Transcript& result = results[next++];
+    if (json) {
+      line["text"] = result.text;
+      line["tokens"] = result.tokens;
+      line["score"] = result.score;
+      std::cout << line.dump() << "\n";
+    } else {
+      std::cout << options.audio[i] << "\t" << result.text << "\n";
+    }
+  }
+  const size_t failed = options.audio.size() - good.size();
+  // One file asked and it failed: its own message is the one line.
+  if (options.audio.size() == 1 && failed == 1) throw *errors[0];
+  OASR_CHECK(failed == 0, kInvalidArgument, failed, " of ", options.audio.size(),
+             " file(s) could not be transcribed (each named above); the others' transcripts "
+             "are printed");
 }
 
 }  // namespace

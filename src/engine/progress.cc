@@ -4,6 +4,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <atomic>
 #include <cmath>
 #include <cstdio>
 
@@ -55,13 +56,20 @@ std::string format_progress_line(const std::string& label, int64_t done, int64_t
 ProgressBar::ProgressBar(int64_t total, std::string label)
     : ProgressBar(total, std::move(label), stderr, isatty(fileno(stderr)) == 1) {}
 
+namespace {
+// Bars drawing now: one line at a time, so a bar inside another's job
+// (a long file's windows inside oasr eval) stays quiet.
+std::atomic<int> g_drawing{0};
+}  // namespace
+
 ProgressBar::ProgressBar(int64_t total, std::string label, std::FILE* stream, bool enabled)
     : total_(total),
       label_(std::move(label)),
       stream_(stream),
-      enabled_(enabled && stream != nullptr),
+      enabled_(enabled && stream != nullptr && g_drawing.fetch_add(1) == 0),
       start_(std::chrono::steady_clock::now()),
       last_draw_(start_) {
+  if (enabled && stream != nullptr && !enabled_) g_drawing.fetch_sub(1);
   if (enabled_) draw();
 }
 
@@ -86,6 +94,7 @@ void ProgressBar::finish() {
   draw();
   std::fputc('\n', stream_);
   std::fflush(stream_);
+  g_drawing.fetch_sub(1);
 }
 
 void ProgressBar::draw() {

@@ -2,7 +2,8 @@
 //
 // It draws on stderr only when stderr is a terminal, so logs and pipes stay
 // clean; otherwise every call is a no-op. Redraws are throttled (10 per
-// second) and finish() ends the line with a newline.
+// second) and finish() ends the line with a newline. One bar draws at a
+// time: a bar made while another draws stays disabled.
 #pragma once
 
 #include <chrono>

@@ -2,10 +2,13 @@
 
 #include <algorithm>
 #include <chrono>
+#include <optional>
 
 #include "core/error.h"
 #include "core/logging.h"
 #include "decode/whisper_model_step.h"
+#include "engine/progress.h"
+#include "models/whisper_dir.h"
 #include "models/whisper_materialize.h"
 
 namespace oasr::engine {
@@ -18,6 +21,18 @@ decode::ByteLevelBpeTokenizer load_tokenizer(const models::WhisperSource& source
   }
   return decode::ByteLevelBpeTokenizer::from_vocab_merges(source.vocab_json, source.merges_txt,
                                                           source.added_tokens_json);
+}
+
+constexpr const char* kGreedy = "greedy_search";
+constexpr const char* kBeam = "beam_search";
+// HF's num_beams for beam search when beam_size is not given.
+constexpr int64_t kDefaultBeams = 5;
+
+models::MaterializeOptions materialize_options(const EngineConfig& config) {
+  models::MaterializeOptions options;
+  options.device = config.served_device();
+  options.dtype = config.served_dtype();
+  return options;
 }
 
 std::string strip(const std::string& text) {
@@ -73,8 +88,56 @@ WhisperRecognizer::WhisperRecognizer(models::WhisperSource source,
 
 WhisperRecognizer::~WhisperRecognizer() = default;
 
-decode::WhisperSearchOptions WhisperRecognizer::search_options(
-    const WhisperDecodeOptions& options) const {
+RecognizerFactory whisper_recognizer_factory() {
+  return [](const EngineConfig& config) {
+    // The decode flags are refused before the model is read.
+    resolve_whisper_decode(config.decode);
+    return std::make_unique<WhisperRecognizer>(models::load_whisper_dir(config.ckpt_dir),
+                                               config.quantization, materialize_options(config));
+  };
+}
+
+DecodeOptions WhisperRecognizer::resolve_decode(const DecodeOverrides& o) const {
+  return resolve_whisper_decode(o);
+}
+
+// greedy_search unless told; beam_search with 5 beams unless beam_size says
+// otherwise. The U2++ knobs are refused.
+DecodeOptions resolve_whisper_decode(const DecodeOverrides& o) {
+  const auto refuse_u2pp_knob = [](bool given, const char* name) {
+    OASR_CHECK(!given, kInvalidArgument, name,
+               " applies to U2++ checkpoints; a Whisper checkpoint takes --decode-method ",
+               "greedy_search|beam_search, --beam-size and --length-penalty");
+  };
+  refuse_u2pp_knob(o.ctc_weight.has_value(), "ctc_weight (--ctc-weight)");
+  refuse_u2pp_knob(o.reverse_weight.has_value(), "reverse_weight (--reverse-weight)");
+  refuse_u2pp_knob(o.chunk_size.has_value(), "chunk_size (--chunk-size)");
+  refuse_u2pp_knob(o.left_chunks.has_value(), "left_chunks (--left-chunks)");
+  DecodeOptions d;
+  d.method = o.method.value_or(kGreedy);
+  if (d.method != kGreedy && d.method != kBeam) {
+    const std::string owners = architectures_taking(d.method);
+    OASR_THROW(kInvalidArgument, "decode method '", d.method, "' is not a Whisper method",
+               owners.empty() ? std::string() : " (" + owners + " checkpoints take it)",
+               "; this Whisper checkpoint takes ", WhisperRecognizer::kMethods);
+  }
+  if (d.method == kGreedy) {
+    OASR_CHECK(!o.beam_size || *o.beam_size == 1, kInvalidArgument,
+               "greedy_search keeps one hypothesis; drop --beam-size ", o.beam_size.value_or(1),
+               " or use --decode-method beam_search");
+    OASR_CHECK(!o.length_penalty, kInvalidArgument,
+               "--length-penalty scores the finished hypotheses of beam_search; greedy_search "
+               "has none: drop it or use --decode-method beam_search");
+    d.beam_size = 1;
+  } else {
+    d.beam_size = o.beam_size.value_or(kDefaultBeams);
+  }
+  d.length_penalty = o.length_penalty.value_or(1.0);
+  d.validate();
+  return d;
+}
+
+decode::WhisperSearchOptions WhisperRecognizer::search_options(const DecodeOptions& options) const {
   const models::WhisperGeneration& g = source_.generation;
   decode::WhisperSearchOptions s;
   s.prompt = prompt_;
@@ -85,7 +148,7 @@ decode::WhisperSearchOptions WhisperRecognizer::search_options(
   // HF stops at generation_config.max_length; the learned decoder positions
   // end at max_target_positions, which no released checkpoint exceeds.
   s.max_length = std::min(g.max_length, source_.config.max_target_positions);
-  s.num_beams = options.num_beams;
+  s.num_beams = options.method == kBeam ? options.beam_size : 1;
   s.length_penalty = options.length_penalty;
   s.validate();
   return s;
@@ -96,7 +159,7 @@ std::string WhisperRecognizer::detokenize(std::span<const int64_t> tokens) const
 }
 
 std::vector<decode::WhisperHypothesis> WhisperRecognizer::decode_windows(
-    std::span<const Window> windows, const WhisperDecodeOptions& options) const {
+    std::span<const Window> windows, const DecodeOptions& options) const {
   const auto batch = static_cast<int64_t>(windows.size());
   const int64_t mels = source_.config.num_mel_bins;
   using Clock = std::chrono::steady_clock;
@@ -119,10 +182,11 @@ std::vector<decode::WhisperHypothesis> WhisperRecognizer::decode_windows(
   return hypotheses;
 }
 
-std::vector<WhisperTranscript> WhisperRecognizer::transcribe(
-    const std::vector<std::vector<float>>& utterances, const WhisperDecodeOptions& options) const {
-  OASR_CHECK(options.max_batch_size >= 1, kInvalidArgument, "max_batch_size must be >= 1, got ",
-             options.max_batch_size);
+std::vector<Transcript> WhisperRecognizer::transcribe(
+    const std::vector<std::vector<float>>& utterances, const DecodeOptions& options,
+    int64_t max_batch_size) const {
+  OASR_CHECK(max_batch_size >= 1, kInvalidArgument, "max_batch_size must be >= 1, got ",
+             max_batch_size);
   search_options(options);  // refuses bad options before any work
   // Every window is 30 s (the last one zero-padded), so batches need no
   // length bucketing; windows of one utterance are independent.
@@ -138,17 +202,22 @@ std::vector<WhisperTranscript> WhisperRecognizer::transcribe(
   }
   std::vector<decode::WhisperHypothesis> hyps;
   hyps.reserve(windows.size());
-  const auto batch = static_cast<size_t>(options.max_batch_size);
+  const auto batch = static_cast<size_t>(max_batch_size);
+  // Long-form audio takes minutes on the CPU: windows done, on a terminal.
+  std::optional<ProgressBar> progress;
+  if (windows.size() > batch) progress.emplace(static_cast<int64_t>(windows.size()), "whisper");
   for (size_t start = 0; start < windows.size(); start += batch) {
     const size_t count = std::min(batch, windows.size() - start);
     auto decoded = decode_windows(std::span<const Window>(windows).subspan(start, count), options);
     for (auto& h : decoded) hyps.push_back(std::move(h));
+    if (progress) progress->advance(static_cast<int64_t>(count));
   }
+  if (progress) progress->finish();
 
-  std::vector<WhisperTranscript> out(utterances.size());
+  std::vector<Transcript> out(utterances.size());
   std::vector<std::vector<std::string>> texts(utterances.size());
   for (size_t w = 0; w < windows.size(); ++w) {
-    WhisperTranscript& t = out[windows[w].utterance];
+    Transcript& t = out[windows[w].utterance];
     t.tokens.insert(t.tokens.end(), hyps[w].tokens.begin(), hyps[w].tokens.end());
     t.score += hyps[w].score;
     texts[windows[w].utterance].push_back(detokenize(hyps[w].tokens));

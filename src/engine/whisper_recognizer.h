@@ -1,6 +1,8 @@
-// WhisperRecognizer: 16 kHz audio in, text out, for a Whisper directory in
-// Hugging Face layout (models/whisper_dir.h). What ASREngine serves when
-// --ckpt-dir holds a Whisper model.
+// WhisperRecognizer: the Recognizer of Whisper checkpoints (models/whisper_dir.h:
+// Hugging Face or CTranslate2 layout converted at load). 16 kHz audio in,
+// text out; decode methods greedy_search (the default, HF's num_beams 1) and
+// beam_search (5 beams unless beam_size says otherwise). Whisper does not
+// stream.
 //
 // Each utterance is cut into consecutive 30 s windows (one window for audio
 // up to 30 s); each window gets WhisperFeatureExtractor's log-mel (zero
@@ -35,6 +37,7 @@
 #include "audio/whisper_mel.h"
 #include "decode/byte_bpe_tokenizer.h"
 #include "decode/whisper_search.h"
+#include "engine/recognizer.h"
 #include "models/materialize.h"
 #include "models/whisper_config.h"
 #include "models/whisper_model.h"
@@ -42,44 +45,39 @@
 
 namespace oasr::engine {
 
-struct WhisperDecodeOptions {
-  int64_t num_beams = 1;  // 1: greedy search
-  double length_penalty = 1.0;
-  int64_t max_batch_size = 8;  // windows encoded and searched together
-};
-
-struct WhisperTranscript {
-  std::string text;
-  std::vector<int64_t> tokens;  // generated tokens, prompt and eos excluded
-  double score = 0.0;           // WhisperHypothesis::score (summed over windows)
-};
-
-class WhisperRecognizer {
+class WhisperRecognizer final : public Recognizer {
  public:
   // Loads and materializes the model (quantized online when asked).
   WhisperRecognizer(models::WhisperSource source, const quant::QuantizationConfig& quantization,
                     const models::MaterializeOptions& options);
-  ~WhisperRecognizer();
+  ~WhisperRecognizer() override;
+
+  static constexpr const char* kMethods = "greedy_search or beam_search";
+  static std::vector<std::string> decode_methods() { return {"greedy_search", "beam_search"}; }
 
   static constexpr int kSampleRate = audio::WhisperLogMel::kSampleRate;
   static constexpr int64_t kWindowSamples = audio::WhisperLogMel::kChunkSamples;
 
-  // Mono samples at 16 kHz, any length; results in input order.
-  std::vector<WhisperTranscript> transcribe(const std::vector<std::vector<float>>& utterances,
-                                            const WhisperDecodeOptions& options) const;
+  int sample_rate() const override { return kSampleRate; }
+  DecodeOptions resolve_decode(const DecodeOverrides& overrides) const override;
+  // Mono samples at 16 kHz, any length; results in input order; windows
+  // are encoded and searched max_batch_size at a time.
+  std::vector<Transcript> transcribe(const std::vector<std::vector<float>>& utterances,
+                                     const DecodeOptions& options,
+                                     int64_t max_batch_size) const override;
+  // HF's tokenizer.decode(ids, skip_special_tokens=True).
+  std::string detokenize(std::span<const int64_t> tokens) const override;
+  Module& module() override { return *model_; }
+  const quant::QuantizationSpec& quantization_spec() const override { return spec_; }
 
   // The forced decoder prompt and the search settings for `options`.
   const std::vector<int64_t>& prompt() const { return prompt_; }
-  decode::WhisperSearchOptions search_options(const WhisperDecodeOptions& options) const;
+  decode::WhisperSearchOptions search_options(const DecodeOptions& options) const;
 
   // log-mel [n_mels, 3000] of one window (at most 30 s of samples).
   Tensor log_mel(std::span<const float> window) const { return mel_.compute(window); }
-  // HF's tokenizer.decode(ids, skip_special_tokens=True).
-  std::string detokenize(std::span<const int64_t> tokens) const;
-
   const models::WhisperSource& source() const { return source_; }
   const models::WhisperModel& model() const { return *model_; }
-  const quant::QuantizationSpec& quantization_spec() const { return spec_; }
 
  private:
   struct Window {
@@ -88,7 +86,7 @@ class WhisperRecognizer {
   };
   // Decodes up to max_batch_size windows; one hypothesis per window.
   std::vector<decode::WhisperHypothesis> decode_windows(std::span<const Window> windows,
-                                                        const WhisperDecodeOptions& options) const;
+                                                        const DecodeOptions& options) const;
 
   models::WhisperSource source_;
   std::unique_ptr<models::WhisperModel> model_;
@@ -97,6 +95,11 @@ class WhisperRecognizer {
   decode::ByteLevelBpeTokenizer tokenizer_;
   std::vector<int64_t> prompt_;
 };
+
+// Whisper's decode options: greedy_search unless told; beam_search with 5
+// beams unless beam_size says otherwise; the U2++ knobs refused by name.
+// Needs no model, so the factory refuses bad flags before loading one.
+DecodeOptions resolve_whisper_decode(const DecodeOverrides& overrides);
 
 // The forced prompt of English transcription without timestamps for
 // `generation`: <|startoftranscript|> [<|en|> <|transcribe|>] <|notimestamps|>.

@@ -76,10 +76,10 @@ TEST(CliDecodeFlags, AFlagTheMethodDoesNotReadIsRefusedByName) {
                  {"--beam-size", "[1, 128]"}, whisper.path().string());
 }
 
-// One second of a 440 Hz tone, 8 kHz 16-bit mono PCM WAV.
-void write_tone_wav(const std::string& path) {
+// `seconds` of a 440 Hz tone, 8 kHz 16-bit mono PCM WAV.
+void write_tone_wav(const std::string& path, double seconds = 1.0) {
   constexpr uint32_t kRate = 8000;
-  std::vector<int16_t> samples(kRate);
+  std::vector<int16_t> samples(static_cast<size_t>(kRate * seconds));
   for (size_t i = 0; i < samples.size(); ++i) {
     samples[i] = static_cast<int16_t>(8000.0 * std::sin(2.0 * M_PI * 440.0 * i / kRate));
   }
@@ -117,6 +117,41 @@ TEST(CliDecodeFlags, TheDefaultsAndValidValuesStillServe) {
     EXPECT_EQ(r.exit_code, 0) << r.err;
     EXPECT_EQ(r.out.rfind(wav, 0), 0u) << r.out;
   }
+}
+
+// One bad file among good ones: each bad one named on stderr, the good
+// ones transcribed (the same text as alone), exit status 1.
+TEST(CliTranscribeInput, ABadFileIsNamedAndTheOthersAreStillTranscribed) {
+  const TempDir dir;
+  const std::string good = (dir.path() / "tone.wav").string();
+  const std::string brief = (dir.path() / "brief.wav").string();  // 10 ms
+  const std::string missing = (dir.path() / "missing.wav").string();
+  write_tone_wav(good);
+  write_tone_wav(brief, 0.01);
+  const CliResult alone = run_oasr({"transcribe", "--ckpt-dir", kModel, good});
+  ASSERT_EQ(alone.exit_code, 0) << alone.err;
+
+  const CliResult r = run_oasr({"transcribe", "--ckpt-dir", kModel, brief, good, missing});
+  EXPECT_FALSE(r.signaled);
+  EXPECT_EQ(r.exit_code, 1) << r.err;
+  EXPECT_EQ(r.out, alone.out);
+  const std::vector<std::string> errors = split_lines(r.err);
+  ASSERT_EQ(errors.size(), 3u) << r.err;
+  EXPECT_NE(errors[0].find(brief), std::string::npos) << errors[0];
+  EXPECT_NE(errors[0].find("shorter than one 25 ms analysis window"), std::string::npos)
+      << errors[0];
+  EXPECT_NE(errors[1].find(missing), std::string::npos) << errors[1];
+  EXPECT_NE(errors[2].find("2 of 3 file(s) could not be transcribed"), std::string::npos)
+      << errors[2];
+
+  // JSON output keeps one line per file, the failures as {"file", "error"}.
+  const CliResult j =
+      run_oasr({"transcribe", "--ckpt-dir", kModel, "--output-format", "json", brief, good});
+  EXPECT_EQ(j.exit_code, 1);
+  const std::vector<std::string> lines = split_lines(j.out);
+  ASSERT_EQ(lines.size(), 2u) << j.out;
+  EXPECT_NE(lines[0].find("\"error\""), std::string::npos) << lines[0];
+  EXPECT_NE(lines[1].find("\"text\""), std::string::npos) << lines[1];
 }
 
 TEST(CliEvalInput, AManifestWithoutOneReferenceWordIsRefused) {

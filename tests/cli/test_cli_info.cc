@@ -56,7 +56,12 @@ TEST(CliInfo, ListsEveryTensorOfACheckpointDirectory) {
   io::save_safetensors(dir.path() / "model.safetensors", model, {{"format", "pt"}});
   const auto result = run_oasr({"info", dir.path().string()});
   ASSERT_EQ(result.exit_code, 0) << result.err;
-  EXPECT_EQ(result.err, "");
+  // A folder no architecture claims: listed, and said so on stderr.
+  EXPECT_EQ(split_lines(result.err).size(), 1u) << result.err;
+  EXPECT_NE(result.err.find("not a checkpoint directory this build serves (no oasr_config.json"),
+            std::string::npos)
+      << result.err;
+  EXPECT_EQ(result.out.find("model: "), std::string::npos) << result.out;
   EXPECT_NE(result.out.find("tensors: 12\n"), std::string::npos) << result.out;
   EXPECT_NE(result.out.find("format = pt"), std::string::npos) << result.out;
   size_t total_bytes = 0;
@@ -205,6 +210,31 @@ TEST(CliInfo, RefusesBadPathsAndCorruptHeadersInOneLine) {
   const auto absurd = dir.path() / "absurd.safetensors";
   testing::write_file_bytes(absurd, testing::le_u64(uint64_t{1} << 62) + "{}");
   EXPECT_TRUE(refused_with(run_oasr({"info", absurd.string()}), {"absurd.safetensors"}));
+}
+
+// A checkpoint of an architecture this build serves is loaded, so one
+// missing a tensor fails (exit 1, naming it) instead of listing happily.
+TEST(CliInfo, LoadsAServedCheckpointAndRefusesOneMissingATensor) {
+  const std::filesystem::path bundled =
+      std::filesystem::path(OASR_SOURCE_DIR) / "models" / "oasr-u2pp-char-8k";
+  const auto whole = run_oasr({"info", "--summary", bundled.string()});
+  ASSERT_EQ(whole.exit_code, 0) << whole.err;
+  EXPECT_EQ(whole.err, "");
+  EXPECT_NE(whole.out.find("model: U2++ (loads"), std::string::npos) << whole.out;
+
+  TempDir dir;
+  const auto copy = dir.path() / "u2pp";
+  std::filesystem::copy(bundled, copy);
+  const std::string missing = "encoder.encoders.0.feed_forward.w_1.weight";
+  std::vector<std::pair<std::string, Tensor>> kept;
+  {
+    const io::SafeTensorsFile weights = io::SafeTensorsFile::open(copy / "model.safetensors");
+    for (const std::string& name : weights.names()) {
+      if (name != missing) kept.emplace_back(name, weights.get(name).clone());
+    }
+  }
+  io::save_safetensors(copy / "model.safetensors", kept);
+  EXPECT_TRUE(refused_with(run_oasr({"info", copy.string()}), {missing}));
 }
 
 }  // namespace

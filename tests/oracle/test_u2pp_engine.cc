@@ -281,6 +281,43 @@ TEST(EngineStreaming, UnevenPiecesGiveChunkByChunkResult) {
   }
 }
 
+// Decode options per request (what a server does): one engine built with
+// the checkpoint's defaults serves every method and mode as the dedicated
+// engines do, each call resolving its own overrides; its defaults stay.
+TEST(EnginePerRequest, OneEngineServesEveryMethodAndMode) {
+  EngineConfig config;
+  config.ckpt_dir = model_dir();
+  const ASREngine engine(config);
+  const std::string default_method = engine.decode_options().method;
+  const std::vector<std::string> utts = {"u01_chirps", "u04_mixture", "u06_short"};
+  for (const char* method : kMethods) {
+    for (const Mode& mode : kModes) {
+      const engine::DecodeOverrides request = config_for(method, mode, 8).decode;
+      const std::vector<Transcript> got = engine.transcribe_files(wav_paths(utts), request);
+      ASSERT_EQ(got.size(), utts.size());
+      for (size_t i = 0; i < utts.size(); ++i) {
+        EXPECT_EQ(got[i].tokens, ids_of(expected_result(utts[i], mode.name, method)))
+            << utts[i] << " " << method << " " << mode.name;
+      }
+    }
+  }
+  EXPECT_EQ(engine.decode_options().method, default_method);
+  // A streaming session from the offline engine, chunked by the request.
+  engine::DecodeOverrides chunked = config_for("ctc_greedy_search", kModes[1], 8).decode;
+  auto session = engine.start_session(chunked);
+  const Tensor wave = reference().file.get("u01_chirps/waveform_16k").contiguous();
+  std::vector<float> samples(wave.numel());
+  for (int64_t i = 0; i < wave.numel(); ++i) samples[i] = wave.data<float>()[i] / 32768.0f;
+  session->accept_waveform(samples);
+  EXPECT_EQ(session->finish().tokens,
+            ids_of(expected_result("u01_chirps", "chunk16", "ctc_greedy_search")));
+  // A request knob its method does not read is refused, as at construction.
+  engine::DecodeOverrides greedy_beam;
+  greedy_beam.method = "ctc_greedy_search";
+  greedy_beam.beam_size = 4;
+  EXPECT_THROW(engine.transcribe_files(wav_paths(utts), greedy_beam), Error);
+}
+
 TEST(EngineStreaming, OfflineEngineRefusesSession) {
   const ASREngine& offline = engine_for("ctc_greedy_search", kModes[0]);
   EXPECT_THROW(offline.start_session(), Error);

@@ -9,16 +9,22 @@
 #include <vector>
 
 #include "engine/asr_engine.h"
+#include "engine/u2pp_recognizer.h"
 #include "models/native_checkpoint.h"
 
 namespace oasr::testing {
+
+// The U2++ model an engine serves (refused by name for another architecture).
+inline const models::U2ppModel& u2pp_model(const engine::ASREngine& engine) {
+  return engine.recognizer_as<engine::U2ppRecognizer>().model();
+}
 
 // The engine's quantized model written as a native format_version 2 directory.
 inline std::filesystem::path write_quantized_checkpoint(const engine::ASREngine& engine,
                                                         const std::filesystem::path& source_dir,
                                                         const std::filesystem::path& out) {
   std::vector<std::pair<std::string, Tensor>> tensors;
-  auto& model = const_cast<models::U2ppModel&>(engine.model());
+  auto& model = const_cast<models::U2ppModel&>(u2pp_model(engine));
   for (auto& [name, slot] : model.named_parameters()) {
     if (slot->value.defined()) tensors.emplace_back(name, slot->value);
   }

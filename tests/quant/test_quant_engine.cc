@@ -128,7 +128,7 @@ TEST(QuantEngine, OnlineInt8QuantizesEveryDenseGemmButTheKeptOnes) {
 
   const ASREngine q(config_for(wenet_dir(), "int8_w8a8"));
   const quant::QuantizationInfo& info = q.quantization_info();
-  const models::U2ppConfig& c = q.model().config();
+  const models::U2ppConfig& c = testing::u2pp_model(q).config();
   EXPECT_EQ(info.quantized_layers(), expected_quantized_layers(c));
   EXPECT_EQ(info.schemes, std::vector<std::string>{"int8_w8a8"});
   EXPECT_EQ(info.source, "online");
@@ -175,16 +175,16 @@ TEST(QuantEngine, OnlineInt8QuantizesEveryDenseGemmButTheKeptOnes) {
 
 TEST(QuantEngine, QuantizedEncoderStaysCloseToFullPrecision) {
   const ASREngine fp(config_for(wenet_dir(), ""));
-  const int64_t bins = fp.model().config().encoder.input_dim;
+  const int64_t bins = testing::u2pp_model(fp).config().encoder.input_dim;
   const Tensor feats = random_features(2, 160, bins, 3);
   const Tensor lengths = Tensor::from_vector<int64_t>({160, 160}, {2});
-  const Tensor reference = fp.model().encode(feats, lengths).out;
+  const Tensor reference = testing::u2pp_model(fp).encode(feats, lengths).out;
   // Measured on this fixture: int8 2.8%, fp8 7.7% (random weights, two blocks).
   for (const auto& [scheme, bound] :
        std::vector<std::pair<std::string, double>>{{"int8_w8a8", 0.05}, {"fp8_w8a8", 0.12}}) {
     SCOPED_TRACE(scheme);
     const ASREngine q(config_for(wenet_dir(), scheme));
-    const Tensor out = q.model().encode(feats, lengths).out;
+    const Tensor out = testing::u2pp_model(q).encode(feats, lengths).out;
     const double error = relative_error(out, reference);
     std::cout << scheme << ": encoder output relative L2 error vs fp32 " << error << "\n";
     EXPECT_LT(error, bound);
@@ -206,8 +206,8 @@ TEST(QuantEngine, NativeV2CheckpointServesTheSameBitsWithNoFlag) {
   EXPECT_EQ(weights.info("encoder.encoders.0.feed_forward.w_1.weight").dtype, DType::kI8);
   EXPECT_EQ(weights.info("encoder.encoders.0.feed_forward.w_1.weight_scale").dtype, DType::kF32);
   EXPECT_EQ(weights.info("encoder.encoders.0.conv_module.pointwise_conv1.weight").shape,
-            (Shape{2 * online.model().config().encoder.output_size,
-                   online.model().config().encoder.output_size, 1}));
+            (Shape{2 * testing::u2pp_model(online).config().encoder.output_size,
+                   testing::u2pp_model(online).config().encoder.output_size, 1}));
 
   for (const char* same : {"", "int8_w8a8", "int8_w8a8_static"}) {
     SCOPED_TRACE(same);

@@ -1,17 +1,22 @@
-// The architecture registry (models/architecture.h): the built-in
-// descriptors, detection of each layout on disk, refusals, and an extra
-// architecture registered from this test binary alone -- a one-Linear
-// "CTC head" model built from the shared layers -- found by its
-// oasr_config.json name, materialized with online int8_w8a8 and reported by
-// quant::quantization_info, with no edit outside this file.
+// The architecture registry (models/architecture.h) and the recognizer
+// registry (engine/recognizer.h): the built-in descriptors, detection of
+// each layout on disk, refusals, and an extra architecture registered from
+// this test binary alone -- a one-Linear "CTC head" model built from the
+// shared layers, with its own recognizer -- found by its oasr_config.json
+// name, materialized with online int8_w8a8, reported by
+// quant::quantization_info and served end to end by ASREngine, with no edit
+// outside this file.
 #include <gtest/gtest.h>
 
+#include <algorithm>
+#include <cmath>
 #include <fstream>
 #include <random>
 
 #include "core/error.h"
 #include "engine/asr_engine.h"
 #include "engine/quantize_recipe.h"
+#include "engine/recognizer.h"
 #include "layers/linear.h"
 #include "models/architecture.h"
 #include "quant/apply.h"
@@ -22,6 +27,7 @@ namespace {
 
 namespace fs = std::filesystem;
 constexpr const char* kExtraName = "registry_test_ctc_linear";
+constexpr const char* kNoRecognizerName = "registry_test_no_recognizer";
 
 // The extra architecture: one Linear 64 -> 16, weights from a fixed seed.
 class CtcLinearModel final : public Module {
@@ -35,11 +41,11 @@ class CtcLinearModel final : public Module {
   std::shared_ptr<layers::Linear> head_;
 };
 
-bool names_extra(const fs::path& path) {
+bool names(const fs::path& path, const char* name) {
   std::ifstream in(path / "oasr_config.json");
   if (!in) return false;
   const nlohmann::json config = nlohmann::json::parse(in, nullptr, false);
-  return config.is_object() && config.value("architecture", "") == kExtraName;
+  return config.is_object() && config.value("architecture", "") == name;
 }
 
 models::MaterializedModel materialize_extra(const fs::path&,
@@ -69,15 +75,92 @@ models::MaterializedModel materialize_extra(const fs::path&,
   return out;
 }
 
+// Its recognizer: 64-sample frames -> the head -> greedy CTC (blank 0);
+// token t is the letter 'a' + t - 1.
+class CtcLinearRecognizer final : public engine::Recognizer {
+ public:
+  explicit CtcLinearRecognizer(const engine::EngineConfig& config) {
+    models::MaterializeOptions options;
+    options.device = config.served_device();
+    options.dtype = config.served_dtype();
+    models::MaterializedModel built =
+        materialize_extra(config.ckpt_dir, config.quantization, options);
+    spec_ = std::move(built.spec);
+    model_.reset(static_cast<CtcLinearModel*>(built.model.release()));
+  }
+  int sample_rate() const override { return 8000; }
+  engine::DecodeOptions resolve_decode(const engine::DecodeOverrides& o) const override {
+    OASR_CHECK(!o.beam_size && !o.ctc_weight && !o.reverse_weight && !o.chunk_size &&
+                   !o.left_chunks && !o.length_penalty,
+               kInvalidArgument, "the CTC linear test architecture takes no decode knobs");
+    engine::DecodeOptions d;
+    d.method = o.method.value_or("ctc_greedy_search");
+    OASR_CHECK(d.method == "ctc_greedy_search", kInvalidArgument, "decode method '", d.method,
+               "' is not the CTC linear test architecture's");
+    d.beam_size = 1;
+    return d;
+  }
+  std::vector<engine::Transcript> transcribe(const std::vector<std::vector<float>>& utterances,
+                                             const engine::DecodeOptions&, int64_t) const override {
+    std::vector<engine::Transcript> out;
+    for (const std::vector<float>& samples : utterances) {
+      const int64_t frames = static_cast<int64_t>(samples.size()) / 64;
+      OASR_CHECK(frames > 0, kInvalidArgument, "shorter than one 64-sample frame");
+      const Tensor x = Tensor::from_vector(
+          std::vector<float>(samples.begin(), samples.begin() + frames * 64), {frames, 64});
+      const Tensor logits = model_->forward(x).to(Device::cpu()).to(DType::kF32).contiguous();
+      engine::Transcript t;
+      int64_t previous = 0;
+      for (int64_t f = 0; f < frames; ++f) {
+        const float* row = logits.data<float>() + f * 16;
+        const int64_t best = std::max_element(row, row + 16) - row;
+        if (best != 0 && best != previous) t.tokens.push_back(best);
+        previous = best;
+      }
+      t.text = detokenize(t.tokens);
+      out.push_back(std::move(t));
+    }
+    return out;
+  }
+  std::string detokenize(std::span<const int64_t> tokens) const override {
+    std::string text;
+    for (int64_t t : tokens) text += static_cast<char>('a' + t - 1);
+    return text;
+  }
+  Module& module() override { return *model_; }
+  const quant::QuantizationSpec& quantization_spec() const override { return spec_; }
+
+ private:
+  std::unique_ptr<CtcLinearModel> model_;
+  quant::QuantizationSpec spec_;
+};
+
 void register_extra_once() {
   if (models::find_architecture(kExtraName) != nullptr) return;
   models::Architecture extra;
   extra.name = kExtraName;
   extra.display_name = "CTC linear (test)";
-  extra.detect = names_extra;
+  extra.detect = [](const fs::path& path) { return names(path, kExtraName); };
   extra.materialize = materialize_extra;
   extra.quantization_layout = [](const Module&) { return quant::QuantLayout{}; };
   models::register_architecture(std::move(extra));
+  engine::register_recognizer(kExtraName,
+                              [](const engine::EngineConfig& config) {
+                                return std::make_unique<CtcLinearRecognizer>(config);
+                              },
+                              {"ctc_greedy_search"});
+  // A second one without a recognizer: the engine refuses it by name.
+  models::Architecture bare = *models::find_architecture(kExtraName);
+  bare.name = kNoRecognizerName;
+  bare.display_name = "bare (test)";
+  bare.detect = [](const fs::path& path) { return names(path, kNoRecognizerName); };
+  models::register_architecture(std::move(bare));
+}
+
+fs::path write_extra_dir(const fs::path& dir, const char* name) {
+  std::ofstream(dir / "oasr_config.json")
+      << R"({"format_version": 1, "architecture": ")" << name << R"("})";
+  return dir;
 }
 
 const fs::path kBundledModel = fs::path(OASR_SOURCE_DIR) / "models" / "oasr-u2pp-char-8k";
@@ -175,23 +258,69 @@ TEST(ArchitectureRegistry, AnExtraArchitecturePlugsInFromTheTestAlone) {
   EXPECT_LT(max_diff, 0.05 * max_abs);
 }
 
-// Until the Recognizer interface lands, the front ends that serve U2++ and
-// Whisper only say so by the registry's name for what they were given.
+// ASREngine serves the extra architecture through its recognizer alone:
+// online int8_w8a8, the report, per-request refusals, and no streaming.
+TEST(ArchitectureRegistry, ASREngineServesTheExtraArchitectureThroughItsRecognizer) {
+  register_extra_once();
+  const testing::TempDir dir;
+  engine::EngineConfig config;
+  config.ckpt_dir = write_extra_dir(dir.path(), kExtraName);
+  config.quantization.scheme = "int8_w8a8";
+  const engine::ASREngine engine(config);
+  EXPECT_EQ(engine.architecture().name, kExtraName);
+  EXPECT_EQ(engine.sample_rate(), 8000);
+  EXPECT_EQ(engine.decode_options().method, "ctc_greedy_search");
+  ASSERT_EQ(engine.quantization_info().quantized_layers(), 1);
+  EXPECT_EQ(engine.quantization_info().layers[0].path, "ctc_lo");
+
+  // The same utterance through the full-precision engine: the int8 head
+  // keeps its argmax on a clear input, so the transcripts agree.
+  engine::EngineConfig full_config = config;
+  full_config.quantization = {};
+  const engine::ASREngine full(full_config);
+  std::vector<float> samples(64 * 40);
+  for (size_t i = 0; i < samples.size(); ++i)
+    samples[i] = std::sin(0.37f * float(i) + float(i / 640));
+  const auto quantized = engine.transcribe({samples});
+  const auto reference = full.transcribe({samples});
+  ASSERT_EQ(quantized.size(), 1u);
+  EXPECT_FALSE(reference[0].tokens.empty());
+  EXPECT_EQ(quantized[0].text, engine.detokenize(quantized[0].tokens));
+  EXPECT_EQ(quantized[0].text, reference[0].text);
+
+  engine::DecodeOverrides beam;
+  beam.beam_size = 4;
+  EXPECT_THROW(engine.transcribe({samples}, beam), Error);
+  // The registry says which architectures take a method, for messages.
+  EXPECT_EQ(engine::architectures_taking("ctc_greedy_search"), "U2++, CTC linear (test)");
+  EXPECT_EQ(engine::architectures_taking("beam_search"), "Whisper");
+  EXPECT_EQ(engine::architectures_taking("viterbi"), "");
+  try {
+    engine.start_session();
+    FAIL() << "a non-streaming architecture started a session";
+  } catch (const Error& e) {
+    EXPECT_EQ(e.code(), ErrorCode::kUnsupported);
+    EXPECT_NE(std::string(e.what()).find("CTC linear (test) does not stream"), std::string::npos)
+        << e.what();
+  }
+}
+
+// An architecture without a recognizer is refused by ASREngine by name;
+// oasr quantize refuses what it does not serve by the registry's name.
 TEST(ArchitectureRegistry, FrontEndsRefuseWhatTheyDoNotServeByName) {
   register_extra_once();
-  const testing::TempDir extra;
-  std::ofstream(extra.path() / "oasr_config.json")
-      << R"({"format_version": 1, "architecture": ")" << kExtraName << R"("})";
+  const testing::TempDir bare;
   engine::EngineConfig config;
-  config.ckpt_dir = extra.path();
+  config.ckpt_dir = write_extra_dir(bare.path(), kNoRecognizerName);
   config.device = "cpu";
   try {
     engine::ASREngine engine(config);
     FAIL() << "ASREngine accepted an architecture it has no recognizer for";
   } catch (const Error& e) {
     EXPECT_EQ(e.code(), ErrorCode::kUnsupported);
-    EXPECT_NE(std::string(e.what()).find("is a CTC linear (test) model; ASREngine serves U2++ "
-                                         "and Whisper"),
+    EXPECT_NE(std::string(e.what()).find("is a bare (test) model (architecture "
+                                         "'registry_test_no_recognizer'), and no recognizer is "
+                                         "registered for it"),
               std::string::npos)
         << e.what();
   }

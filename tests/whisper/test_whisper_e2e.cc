@@ -22,6 +22,7 @@
 #include "core/error.h"
 #include "engine/asr_engine.h"
 #include "engine/text_normalizer.h"
+#include "engine/u2pp_recognizer.h"
 #include "engine/wer.h"
 #include "support/test_support.h"
 
@@ -221,22 +222,50 @@ std::string error_of(const std::function<void()>& call) {
 TEST(WhisperE2E, EngineServesWhisperAndRefusesU2ppMembers) {
   CASES_OR_SKIP(cases);
   const engine::ASREngine engine(config_for(cases, ""));
-  EXPECT_TRUE(engine.is_whisper());
+  EXPECT_EQ(engine.architecture().name, "whisper");
   EXPECT_EQ(engine.sample_rate(), 16000);
-  EXPECT_EQ(engine.decode_options().method, engine::DecodeMethod::kGreedySearch);
+  EXPECT_EQ(engine.decode_options().method, "greedy_search");
   EXPECT_FALSE(engine.quantization_info().enabled());
   const json& u = cases.at("utterances")[0];
   const auto results = engine.transcribe_files({u.at("wav16").get<std::string>()});
   ASSERT_EQ(results.size(), 1u);
   EXPECT_EQ(results[0].text, u.at("greedy").at("text").get<std::string>());
   EXPECT_EQ(engine.detokenize(results[0].tokens), results[0].text);
-  const std::vector<float> samples(1600, 0.0f);
-  for (const std::string& message :
-       {error_of([&] { engine.features(samples); }), error_of([&] { engine.model(); }),
-        error_of([&] { engine.start_session(); }), error_of([&] { engine.fbank(); }),
-        error_of([&] { engine.source(); }),
-        error_of([&] { engine.decode_utterance(Tensor(), Tensor()); })}) {
-    EXPECT_NE(message.find("Whisper model"), std::string::npos) << message;
+  for (const std::string& message : {error_of([&] { engine.start_session(); }), error_of([&] {
+                                       engine.recognizer_as<engine::U2ppRecognizer>();
+                                     })}) {
+    EXPECT_NE(message.find("is a Whisper model"), std::string::npos) << message;
+  }
+  EXPECT_NE(error_of([&] { engine.start_session(); }).find("Whisper does not stream"),
+            std::string::npos);
+}
+
+// Decode options per request: one engine, each call its own method; the
+// engine's defaults stay as built. Beam search gives the oracle's beam text.
+TEST(WhisperE2E, DecodeOptionsPerRequest) {
+  CASES_OR_SKIP(cases);
+  const engine::ASREngine engine(config_for(cases, ""));
+  const json& u = cases.at("utterances")[0];
+  const std::string wav = u.at("wav16").get<std::string>();
+  engine::DecodeOverrides beam;
+  beam.method = "beam_search";
+  beam.beam_size = 5;
+  const auto beamed = engine.transcribe_files({wav}, beam);
+  ASSERT_EQ(beamed.size(), 1u);
+  EXPECT_EQ(beamed[0].text, u.at("beam5").at("text").get<std::string>());
+  EXPECT_EQ(beamed[0].tokens, u.at("beam5").at("tokens").get<std::vector<int64_t>>());
+  EXPECT_EQ(engine.decode_options().method, "greedy_search");
+  EXPECT_EQ(engine.transcribe_files({wav})[0].text, u.at("greedy").at("text").get<std::string>());
+  engine::DecodeOverrides u2pp_knob;
+  u2pp_knob.chunk_size = 16;
+  try {
+    engine.transcribe_files({wav}, u2pp_knob);
+    FAIL() << "a Whisper request took --chunk-size";
+  } catch (const Error& e) {
+    EXPECT_EQ(e.code(), ErrorCode::kInvalidArgument);
+    EXPECT_NE(std::string(e.what()).find("chunk_size (--chunk-size) applies to U2++"),
+              std::string::npos)
+        << e.what();
   }
 }
 

@@ -1,0 +1,98 @@
+// The Recognizer seam: what ASREngine asks of an architecture. One
+// implementation per architecture (engine/u2pp_recognizer.h,
+// engine/whisper_recognizer.h), built by the factory registered under the
+// architecture's name (models/architecture.h), so the engine, the CLI, the
+// server and the bindings serve every architecture through the same calls
+// (docs/architecture.md, "Recognizers").
+//
+// The factories live here, not on models::Architecture, because a
+// recognizer drives decode/ (searches, tokenizers), which sits above
+// models/ in the library order.
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <span>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "engine/engine_config.h"
+#include "layers/module.h"
+#include "quant/report.h"
+#include "quant/spec.h"
+
+namespace oasr::engine {
+
+struct Transcript {
+  std::string text;
+  std::vector<int64_t> tokens;
+  double score = 0.0;  // the chosen hypothesis' score under the decode method
+};
+
+// Audio in pieces -> partial results, then the final one.
+class StreamingSession {
+ public:
+  virtual ~StreamingSession() = default;
+  // Mono samples at the recognizer's sample rate, any piece size. Returns
+  // the partial transcript after the newly computable part.
+  virtual Transcript accept_waveform(std::span<const float> samples) = 0;
+  virtual Transcript finish() = 0;  // refuses further input afterwards
+  virtual bool finished() const = 0;
+};
+
+class Recognizer {
+ public:
+  virtual ~Recognizer() = default;
+
+  // The rate transcribe() and sessions expect.
+  virtual int sample_rate() const = 0;
+  // The decode settings `overrides` asks for over the checkpoint's and the
+  // architecture's defaults, validated; a method or knob this architecture
+  // (or the chosen method) does not read is refused by name.
+  virtual DecodeOptions resolve_decode(const DecodeOverrides& overrides) const = 0;
+  // Mono samples in [-1, 1) at sample_rate(); results in input order, each
+  // independent of the others in the call (batch invariance).
+  virtual std::vector<Transcript> transcribe(const std::vector<std::vector<float>>& utterances,
+                                             const DecodeOptions& options,
+                                             int64_t max_batch_size) const = 0;
+  // Whether start_session() serves. Refusing a non-streaming architecture
+  // is ASREngine's, by the architecture's name.
+  virtual bool streams() const { return false; }
+  virtual std::unique_ptr<StreamingSession> start_session(const DecodeOptions& options) const;
+  // Token ids -> text, without special tokens.
+  virtual std::string detokenize(std::span<const int64_t> tokens) const = 0;
+
+  // The served module tree (quantization reports, calibration observers).
+  virtual Module& module() = 0;
+  const Module& module() const { return const_cast<Recognizer&>(*this).module(); }
+  virtual const quant::QuantizationSpec& quantization_spec() const = 0;
+  // Default: quant::quantization_info over module() and the spec.
+  virtual quant::QuantizationInfo quantization_info() const;
+};
+
+// Builds the recognizer of one architecture for `config` (validated; its
+// ckpt_dir holds that architecture, or config.source is set).
+using RecognizerFactory = std::function<std::unique_ptr<Recognizer>(const EngineConfig& config)>;
+
+// Adds the factory of `architecture` (a models::Architecture name) and the
+// decode methods its recognizer takes; a name already registered is
+// refused. Meant for start-up, before the first engine is built; not
+// synchronised with concurrent lookups.
+void register_recognizer(std::string architecture, RecognizerFactory factory,
+                         std::vector<std::string> decode_methods = {});
+
+// The factory registered for `architecture`, or null.
+const RecognizerFactory* find_recognizer(std::string_view architecture);
+
+// The display names of the architectures whose recognizers take `method`,
+// joined ("Whisper"); empty when none does. For messages that refuse a
+// method and say where it belongs.
+std::string architectures_taking(std::string_view method);
+
+// The built-in factories (their own files).
+RecognizerFactory u2pp_recognizer_factory();
+RecognizerFactory whisper_recognizer_factory();
+
+}  // namespace oasr::engine
