@@ -7,6 +7,7 @@
 #include <algorithm>
 #include <cerrno>
 #include <cmath>
+#include <cstdio>
 #include <cstring>
 #include <memory>
 #include <sstream>
@@ -21,6 +22,11 @@ namespace {
 // Interleaved samples decoded per libsndfile call: large enough to amortise
 // the call, small enough that the scratch buffer stays in cache.
 constexpr sf_count_t kChunkSamples = 65536;
+
+// Float audio is meant to lie in [-1, 1]; a little over is clipping, but a
+// sample beyond this is data that was never normalised (int16 values
+// stored as float, or garbage), which the models turn into NaN.
+constexpr float kMaxFloatMagnitude = 64.0f;
 
 struct SndfileCloser {
   void operator()(SNDFILE* file) const { sf_close(file); }
@@ -126,6 +132,11 @@ std::vector<float> read_mono(SNDFILE* file, const SF_INFO& info, sf_count_t max_
       OASR_CHECK(std::isfinite(value), kCorruptFile, label, ": sample ",
                  static_cast<sf_count_t>(mono.size()), " is not a finite number (", value,
                  "); the file's float data is damaged");
+      OASR_CHECK(std::fabs(value) <= kMaxFloatMagnitude, kInvalidArgument, label, ": sample ",
+                 static_cast<sf_count_t>(mono.size()), " is ", value,
+                 "; float audio is expected in [-1, 1] and this file's samples are not "
+                 "normalised (beyond +-",
+                 kMaxFloatMagnitude, "): scale them into [-1, 1] (int16 values: divide by 32768)");
       mono.push_back(value);
     }
   }
@@ -135,9 +146,39 @@ std::vector<float> read_mono(SNDFILE* file, const SF_INFO& info, sf_count_t max_
   return mono;
 }
 
+// A WAV whose data chunk declares more bytes than the file holds was cut
+// short (an interrupted copy, download or recording). libsndfile reads what
+// is there and notes the difference in its log as
+// "data : DECLARED (should be PRESENT)"; a declared size of 0 or near
+// 0xFFFFFFFF is a streaming writer's placeholder, not a truncation.
+void refuse_truncated(SNDFILE* file, const SF_INFO& info, const std::string& label) {
+  const int major = info.format & SF_FORMAT_TYPEMASK;
+  if (major != SF_FORMAT_WAV && major != SF_FORMAT_WAVEX) return;
+  char log[8192] = {};
+  sf_command(file, SFC_GET_LOG_INFO, log, sizeof(log));
+  std::istringstream lines{std::string(log)};
+  for (std::string line; std::getline(lines, line);) {
+    unsigned long long declared = 0, present = 0;
+    if (std::sscanf(line.c_str(), "data : %llu (should be %llu)", &declared, &present) != 2) {
+      continue;
+    }
+    if (declared == 0 || declared >= 0xFFFFFF00ull || declared <= present) continue;
+    const double rate = static_cast<double>(info.samplerate);
+    const double present_seconds = static_cast<double>(info.frames) / rate;
+    const double declared_seconds =
+        present == 0 ? 0.0 : present_seconds * static_cast<double>(declared) / present;
+    OASR_THROW(kCorruptFile, label, ": the file is truncated: its header declares ", declared,
+               " bytes of audio (", declared_seconds, " s) but it holds ", present, " (",
+               present_seconds,
+               " s); it was cut short (an interrupted copy, download or recording): re-create "
+               "it, or rewrite its header to the data present (sox in.wav out.wav)");
+  }
+}
+
 DecodedAudio decode(SNDFILE* raw_file, const SF_INFO& info, const std::string& label,
                     const AudioLoadOptions& options) {
   SndfileHandle file(raw_file);
+  refuse_truncated(file.get(), info, label);
   OASR_CHECK(info.channels > 0, kCorruptFile, label, ": the header declares ", info.channels,
              " channels; the file is damaged");
   OASR_CHECK(info.samplerate > 0, kCorruptFile, label, ": the header declares a sample rate of ",

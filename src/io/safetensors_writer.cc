@@ -14,6 +14,7 @@
 #include "core/error.h"
 #include "io/safetensors.h"
 #include "io/safetensors_header.h"
+#include "io/staged_directory.h"
 
 namespace oasr::io {
 
@@ -77,7 +78,7 @@ std::string build_header(const std::vector<std::pair<std::string, Tensor>>& tens
 class TempFile {
  public:
   TempFile(std::filesystem::path temp, std::filesystem::path target)
-      : temp_(std::move(temp)), target_(std::move(target)) {
+      : temp_(std::move(temp)), target_(std::move(target)), cleanup_(temp_) {
     fd_ = ::open(temp_.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0666);
     OASR_CHECK(fd_ >= 0, kIo, target_.string(), ": cannot create the temporary file ",
                temp_.string(), ": ", os_error(errno));
@@ -129,6 +130,8 @@ class TempFile {
 
   std::filesystem::path temp_;
   std::filesystem::path target_;
+  // Removes the temporary file if SIGINT / SIGTERM ends the write.
+  InterruptCleanup cleanup_;
   int fd_ = -1;
   bool committed_ = false;
 };

@@ -17,6 +17,7 @@
 
 #include "core/error.h"
 #include "io/safetensors.h"
+#include "io/staged_directory.h"
 #include "layers/checkpoint_source.h"
 #include "models/wenet_dir.h"
 
@@ -287,39 +288,12 @@ void write_file_synced(const fs::path& path, const std::string& bytes) {
   OASR_CHECK(synced, kIo, path.string(), ": fsync failed: ", std::strerror(saved));
 }
 
-void sync_directory(const fs::path& dir) {
-  const int fd = ::open(dir.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-  if (fd < 0) return;  // best effort: the data files themselves are synced
-  ::fsync(fd);
-  ::close(fd);
-}
-
 std::string read_binary(const fs::path& path) {
   std::ifstream in(path, std::ios::binary);
   OASR_CHECK(in.good(), kIo, path.string(), ": cannot open for reading");
   std::ostringstream bytes;
   bytes << in.rdbuf();
   return bytes.str();
-}
-
-// A new directory "<destination><tag><random>" made with mkdir(0777), so it
-// gets the permissions the umask gives any directory (mkdtemp's 0700 would
-// survive the rename and hide the checkpoint from other users).
-fs::path make_sibling_dir(const fs::path& destination, const char* tag) {
-  static constexpr char kAlphabet[] = "abcdefghijklmnopqrstuvwxyz0123456789";
-  std::random_device entropy;
-  for (int attempt = 0; attempt < 100; ++attempt) {
-    std::string name = destination.string() + tag;
-    for (int i = 0; i < 8; ++i) name += kAlphabet[entropy() % (sizeof(kAlphabet) - 1)];
-    if (::mkdir(name.c_str(), 0777) == 0) return fs::path(name);
-    OASR_CHECK(errno == EEXIST, kIo, "cannot create a directory beside ", destination.string(),
-               ": ", std::strerror(errno));
-  }
-  OASR_THROW(kIo, "cannot find a free directory name beside ", destination.string());
-}
-
-bool is_empty_dir(const fs::path& dir) {
-  return fs::is_directory(dir) && fs::directory_iterator(dir) == fs::directory_iterator();
 }
 
 // The files of the checkpoint, written into `dir`.
@@ -362,7 +336,7 @@ void write_contents(const ModelSource& source, const fs::path& dir,
                "' must be a plain file name other than the checkpoint's own files");
     write_file_synced(dir / name, contents);
   }
-  sync_directory(dir);
+  io::sync_directory(dir);
 }
 
 }  // namespace
@@ -463,61 +437,20 @@ WenetConfig parse_native_config(const json& document, const std::string& what) {
 
 void save_native_checkpoint(const ModelSource& source, const fs::path& requested,
                             const NativeWriteOptions& options) {
-  // "out/" names the directory "out".
-  fs::path destination = requested.lexically_normal();
-  if (destination.filename().empty()) destination = destination.parent_path();
-  OASR_CHECK(!destination.empty(), kInvalidArgument, "empty destination path");
   validate(source.config, "the model to write");
   OASR_CHECK(source.weights != nullptr, kInvalidArgument, "the model to write has no weights");
   OASR_CHECK(static_cast<int64_t>(source.units.size()) == source.config.model.vocab_size,
              kInvalidArgument, "the model to write has ", source.units.size(),
              " units but a vocabulary of ", source.config.model.vocab_size);
 
-  std::error_code error;
-  const bool exists = fs::exists(destination, error);
-  if (exists) {
-    OASR_CHECK(fs::is_directory(destination), kInvalidArgument, destination.string(),
-               ": exists and is not a directory; choose another destination");
-    OASR_CHECK(!fs::equivalent(destination, source.dir, error), kInvalidArgument,
-               destination.string(), ": is the source directory; write to another one");
-    if (!is_empty_dir(destination)) {
-      OASR_CHECK(options.force, kInvalidArgument, destination.string(),
-                 ": exists and is not empty; pass --force to replace it");
-      OASR_CHECK(looks_like_native_dir(destination), kInvalidArgument, destination.string(),
-                 ": is not an oasr checkpoint directory (no ", kNativeConfigName,
-                 "), so it is not replaced even with --force; choose another destination");
-    }
-  }
-  const fs::path parent = destination.has_parent_path() ? destination.parent_path() : ".";
-  fs::create_directories(parent, error);
-  OASR_CHECK(fs::is_directory(parent), kIo, parent.string(),
-             ": cannot create the directory: ", error.message());
-
-  const fs::path staging = make_sibling_dir(destination, ".tmp-");
-  try {
+  io::StagedDirectoryOptions staged;
+  staged.force = options.force;
+  staged.source = source.dir;
+  staged.marker = "oasr_config.json";
+  staged.what = "checkpoint";
+  io::write_staged_directory(requested, staged, [&](const fs::path& staging) {
     write_contents(source, staging, options);
-    if (exists && !is_empty_dir(destination)) {
-      // rename(2) replaces only an empty directory: move the old one aside.
-      const fs::path old = make_sibling_dir(destination, ".old-");
-      fs::rename(destination, old);
-      try {
-        fs::rename(staging, destination);
-      } catch (...) {
-        fs::rename(old, destination);
-        throw;
-      }
-      fs::remove_all(old, error);
-    } else {
-      fs::rename(staging, destination);
-    }
-    sync_directory(parent);
-  } catch (const fs::filesystem_error& e) {
-    fs::remove_all(staging, error);
-    OASR_THROW(kIo, destination.string(), ": cannot put the checkpoint in place: ", e.what());
-  } catch (...) {
-    fs::remove_all(staging, error);
-    throw;
-  }
+  });
 }
 
 bool looks_like_native_dir(const fs::path& dir) {

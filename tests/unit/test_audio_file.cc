@@ -258,6 +258,44 @@ TEST(AudioFile, NonFiniteFloatSampleIsCorrupt) {
                {path.string(), "sample 42", "not a finite number"});
 }
 
+TEST(AudioFile, UnnormalisedFloatSamplesAreRefused) {
+  TempDir dir;
+  const auto path = dir.path() / "huge.wav";
+  std::vector<float> x(100, 0.25f);
+  x[7] = 1e30f;
+  ASSERT_TRUE(write_audio_file(path, SF_FORMAT_WAV | SF_FORMAT_FLOAT, 1, 16000, x));
+  expect_error([&] { load_audio(path, 16000); }, ErrorCode::kInvalidArgument,
+               {path.string(), "sample 7 is 1e+30", "not normalised", "[-1, 1]"});
+  // Clipped but normalised audio (a little over 1) is served as it is.
+  x[7] = 1.5f;
+  ASSERT_TRUE(write_audio_file(path, SF_FORMAT_WAV | SF_FORMAT_FLOAT, 1, 16000, x));
+  EXPECT_EQ(load_audio(path, 16000).samples[7], 1.5f);
+}
+
+// A WAV cut short: the data chunk's size in the header is the whole
+// recording's, the bytes stop half way. Written by hand (44-byte PCM header).
+TEST(AudioFile, TruncatedWavIsRefusedAndPlaceholdersAreNot) {
+  TempDir dir;
+  const auto whole = dir.path() / "whole.wav";
+  ASSERT_TRUE(
+      write_audio_file(whole, SF_FORMAT_WAV | SF_FORMAT_PCM_16, 1, 16000, speechband_tones_16k()));
+  const std::string bytes = read_bytes(whole);
+  const auto cut = dir.path() / "cut.wav";
+  write_bytes(cut, bytes.substr(0, bytes.size() / 2));
+  expect_error([&] { load_audio(cut, 16000); }, ErrorCode::kCorruptFile,
+               {cut.string(), "truncated", "declares 32000 bytes", "1 s", "re-create"});
+  expect_error([&] { load_audio_from_memory(bytes.substr(0, bytes.size() / 2), "body", {}); },
+               ErrorCode::kCorruptFile, {"body", "truncated"});
+  // A streaming writer's placeholder size (0xFFFFFFFF) is not a truncation.
+  std::string placeholder = bytes;
+  const size_t data = placeholder.find("data");
+  ASSERT_NE(data, std::string::npos);
+  placeholder.replace(data + 4, 4, std::string(4, '\xff'));
+  const auto streamed = dir.path() / "streamed.wav";
+  write_bytes(streamed, placeholder);
+  EXPECT_EQ(load_audio(streamed, 16000).samples.size(), 16000u);
+}
+
 TEST(AudioFile, OptionsAreValidated) {
   AudioLoadOptions options;
   options.target_sample_rate = -1;

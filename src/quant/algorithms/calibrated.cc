@@ -10,19 +10,28 @@
 namespace oasr::quant {
 namespace {
 
+// quant_algorithm() hands out references, so a registration must never move
+// the entries: the storage is reserved once and a registration past it is
+// refused rather than reallocating.
+constexpr size_t kAlgorithmCapacity = 64;
+
 std::vector<QuantAlgorithmInfo>& algorithm_registry() {
-  static std::vector<QuantAlgorithmInfo> registry = {
-      {"rtn", false, "round-to-nearest per-output-channel weights on the host in fp32"},
-      {"smoothquant", true,
-       "per-channel smoothing s_j = max|X_j|^alpha / max|W_j|^(1-alpha), folded per the "
-       "model's quantization layout"},
-      {"static_inputs", true,
-       "a calibrated per-tensor input scale on each GEMM-chain consumer (observer mse or "
-       "minmax), measured after its runtime smoother"},
-      {"static_conv_inputs", true,
-       "a calibrated per-tensor input scale on each selected convolution (observer mse or "
-       "minmax)"},
-  };
+  static std::vector<QuantAlgorithmInfo> registry = [] {
+    std::vector<QuantAlgorithmInfo> builtins = {
+        {"rtn", false, "round-to-nearest per-output-channel weights on the host in fp32"},
+        {"smoothquant", true,
+         "per-channel smoothing s_j = max|X_j|^alpha / max|W_j|^(1-alpha), folded per the "
+         "model's quantization layout"},
+        {"static_inputs", true,
+         "a calibrated per-tensor input scale on each GEMM-chain consumer (observer mse or "
+         "minmax), measured after its runtime smoother"},
+        {"static_conv_inputs", true,
+         "a calibrated per-tensor input scale on each selected convolution (observer mse or "
+         "minmax)"},
+    };
+    builtins.reserve(kAlgorithmCapacity);
+    return builtins;
+  }();
   return registry;
 }
 
@@ -33,6 +42,9 @@ void register_quant_algorithm(QuantAlgorithmInfo info) {
     OASR_CHECK(existing.name != info.name, kInvalidArgument, "quantization algorithm '", info.name,
                "' is registered twice");
   }
+  OASR_CHECK(algorithm_registry().size() < kAlgorithmCapacity, kInvalidArgument,
+             "quantization algorithm '", info.name, "': the registry holds at most ",
+             kAlgorithmCapacity, " algorithms");
   algorithm_registry().push_back(std::move(info));
 }
 

@@ -114,8 +114,17 @@ std::vector<ScaledMMLane> builtin_lanes() {
   return lanes;
 }
 
+// Layers keep `const ScaledMMLane*` from find_lane(), so a registration
+// must never move the entries: the storage is reserved once and a
+// registration past it is refused rather than reallocating.
+constexpr size_t kLaneCapacity = 64;
+
 std::vector<ScaledMMLane>& lane_registry() {
-  static std::vector<ScaledMMLane> lanes = builtin_lanes();
+  static std::vector<ScaledMMLane> lanes = [] {
+    std::vector<ScaledMMLane> builtins = builtin_lanes();
+    builtins.reserve(kLaneCapacity);
+    return builtins;
+  }();
   return lanes;
 }
 
@@ -169,6 +178,8 @@ const std::vector<ScaledMMLane>& registered_lanes() {
 void register_lane(ScaledMMLane lane) {
   OASR_CHECK(find_lane(lane.name) == nullptr, kInvalidArgument, "scaled-mm lane '", lane.name,
              "' is registered twice");
+  OASR_CHECK(lane_registry().size() < kLaneCapacity, kInvalidArgument, "scaled-mm lane '",
+             lane.name, "': the registry holds at most ", kLaneCapacity, " lanes");
   lane_registry().push_back(std::move(lane));
 }
 
