@@ -446,7 +446,6 @@ void save_native_checkpoint(const ModelSource& source, const fs::path& requested
   io::StagedDirectoryOptions staged;
   staged.force = options.force;
   staged.source = source.dir;
-  staged.marker = "oasr_config.json";
   staged.what = "checkpoint";
   io::write_staged_directory(requested, staged, [&](const fs::path& staging) {
     write_contents(source, staging, options);

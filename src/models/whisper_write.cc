@@ -153,7 +153,6 @@ void save_whisper_dir(const WhisperSource& source, const fs::path& requested,
   io::StagedDirectoryOptions staged;
   staged.force = options.force;
   staged.source = source.dir;
-  staged.marker = "oasr_config.json";
   staged.what = "model";
   io::write_staged_directory(requested, staged, [&](const fs::path& staging) {
     write_contents(source, staging, options);
