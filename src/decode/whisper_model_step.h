@@ -8,7 +8,7 @@
 #include <vector>
 
 #include "decode/whisper_search.h"
-#include "models/kv_cache.h"
+#include "layers/kv_cache.h"
 #include "models/whisper_model.h"
 
 namespace oasr::decode {
@@ -28,13 +28,13 @@ class WhisperModelStep final : public WhisperDecoderStep {
   // rows leaves the others' bits unchanged.
   bool retain(std::span<const int64_t> rows) override;
 
-  const models::KvCache& cache() const { return cache_; }
+  const layers::KvCache& cache() const { return cache_; }
 
  private:
   const models::WhisperModel& model_;
   const models::WhisperModel::CrossKv& cross_;
   std::vector<int64_t> cross_rows_;
-  models::KvCache cache_;
+  layers::KvCache cache_;
 };
 
 // Row layout of whisper_search for `batch` utterances and `beams` beams:

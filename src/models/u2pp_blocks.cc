@@ -60,59 +60,51 @@ Tensor GlobalCmvn::forward(const Tensor& x) const {
   return ops::mul(ops::add_scaled(x, param("mean"), -1.0f), param("istd"));
 }
 
-PositionwiseFeedForward::PositionwiseFeedForward(int64_t dim, int64_t hidden, Activation activation,
-                                                 bool bias)
-    : Module("PositionwiseFeedForward") {
-  w_1_ = register_module("w_1",
-                         std::make_shared<layers::LinearActivation>(dim, hidden, activation, bias));
-  w_2_ = register_module("w_2", std::make_shared<layers::Linear>(hidden, dim, bias));
+namespace {
+
+layers::AttentionSpec wenet_attention_spec(const char* type_name, int64_t heads, int64_t dim,
+                                           bool query_bias, bool key_bias, bool value_bias) {
+  using layers::AttentionProjection;
+  layers::AttentionSpec spec;
+  spec.type_name = type_name;
+  spec.dim = dim;
+  spec.heads = heads;
+  spec.projections = {{AttentionProjection::kQuery, "linear_q", query_bias},
+                      {AttentionProjection::kKey, "linear_k", key_bias},
+                      {AttentionProjection::kValue, "linear_v", value_bias},
+                      {AttentionProjection::kOut, "linear_out", query_bias}};
+  spec.scaling = layers::ScoreScaling::kScores;
+  // WeNet: scores / math.sqrt(d_k), i.e. times 1 / sqrt(d_k) in float32.
+  if (heads > 0 && dim % heads == 0) {
+    spec.score_scale = static_cast<float>(1.0 / std::sqrt(static_cast<double>(dim / heads)));
+  }
+  return spec;
 }
 
-Tensor PositionwiseFeedForward::forward(const layers::GemmInput& x) const {
-  return w_2_->forward(w_1_->chain_forward(x));
+}  // namespace
+
+std::shared_ptr<layers::MultiHeadAttention> make_wenet_attention(int64_t heads, int64_t dim) {
+  return std::make_shared<layers::MultiHeadAttention>(
+      wenet_attention_spec("MultiHeadedAttention", heads, dim, true, true, true));
 }
+
+std::shared_ptr<layers::RelPositionMultiHeadAttention> make_wenet_rel_position_attention(
+    int64_t heads, int64_t dim, bool query_bias, bool key_bias, bool value_bias) {
+  return std::make_shared<layers::RelPositionMultiHeadAttention>(
+      wenet_attention_spec("RelPositionMultiHeadedAttention", heads, dim, query_bias, key_bias,
+                           value_bias),
+      "linear_pos");
+}
+
+PositionwiseFeedForward::PositionwiseFeedForward(int64_t dim, int64_t hidden, Activation activation,
+                                                 bool bias)
+    : Module("PositionwiseFeedForward"),
+      ffn_(*this, {dim, hidden, activation, bias, "w_1", "w_2"}) {}
 
 namespace u2pp_detail {
 
-Tensor concat(const std::vector<Tensor>& parts, int64_t dim) {
-  OASR_CHECK(!parts.empty(), kInternal, "concat: no parts");
-  const Tensor& first = parts.front();
-  const int64_t rank = first.dim();
-  const int64_t axis = dim < 0 ? dim + rank : dim;
-  OASR_CHECK(axis >= 0 && axis < rank, kInternal, "concat: dimension ", dim, " out of range");
-  Shape shape = first.shape();
-  int64_t total = 0;
-  for (const Tensor& part : parts) {
-    Shape expected = shape;
-    expected[axis] = part.size(axis);
-    OASR_CHECK(part.shape() == expected && part.dtype() == first.dtype() &&
-                   part.device() == first.device(),
-               kInternal, "concat: part ", part.str(), " does not match ", first.str(),
-               " outside dimension ", axis, " (or in dtype or device)");
-    total += part.size(axis);
-  }
-  shape[axis] = total;
-  Tensor out = Tensor::empty(shape, first.dtype(), first.device());
-  int64_t at = 0;
-  for (const Tensor& part : parts) {
-    const int64_t length = part.size(axis);
-    if (length > 0) out.narrow(axis, at, length).copy_(part);
-    at += length;
-  }
-  return out;
-}
-
 bool has_padding(std::span<const int64_t> lengths, int64_t frames) {
   return std::any_of(lengths.begin(), lengths.end(), [&](int64_t n) { return n < frames; });
-}
-
-Tensor split_heads(const Tensor& x, int64_t heads) {
-  const int64_t d_k = x.size(2) / heads;
-  return x.view({x.size(0), x.size(1), heads, d_k}).transpose(1, 2).contiguous();
-}
-
-Tensor merge_heads(const Tensor& x) {
-  return x.transpose(1, 2).contiguous().view({x.size(0), x.size(2), x.size(1) * x.size(3)});
 }
 
 Tensor to_like(const Tensor& x, const Tensor& like) {

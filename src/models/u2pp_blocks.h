@@ -1,6 +1,7 @@
 // Small building blocks the U2++ encoder and decoder share: the sinusoid
-// position table, global CMVN, the position-wise feed-forward network, and
-// the tensor plumbing (concatenation, padded-frame zeroing, masks) that the
+// position table, global CMVN, WeNet's attention and feed-forward modules as
+// the shared layers compute them (layers/attention.h, layers/feed_forward.h),
+// and the tensor plumbing (padded-frame zeroing, masks, lengths) that the
 // blocks need between layer calls.
 #pragma once
 
@@ -10,6 +11,8 @@
 #include <vector>
 
 #include "core/activations.h"
+#include "layers/attention.h"
+#include "layers/feed_forward.h"
 #include "layers/linear.h"
 #include "layers/module.h"
 
@@ -46,17 +49,26 @@ class GlobalCmvn : public Module {
   Tensor forward(const Tensor& x) const;
 };
 
+// WeNet's MultiHeadedAttention (the decoder's self- and cross-attention):
+// linear_q / linear_k / linear_v / linear_out, query_bias covering linear_q
+// and linear_out, scores (q k^T) / sqrt(d_k).
+std::shared_ptr<layers::MultiHeadAttention> make_wenet_attention(int64_t heads, int64_t dim);
+
+// WeNet's RelPositionMultiHeadedAttention (the Conformer encoder's
+// self-attention): the same projections plus linear_pos, pos_bias_u and
+// pos_bias_v.
+std::shared_ptr<layers::RelPositionMultiHeadAttention> make_wenet_rel_position_attention(
+    int64_t heads, int64_t dim, bool query_bias, bool key_bias, bool value_bias);
+
 // w_2(act(w_1(x))) (WeNet's PositionwiseFeedForward at inference).
 class PositionwiseFeedForward : public Module {
  public:
   PositionwiseFeedForward(int64_t dim, int64_t hidden, Activation activation, bool bias);
-  // x: the served-dtype tensor or its pre-norm's 8-bit output. With the
-  // w_1 -> w_2 chain armed, the hidden activation travels as 8-bit only.
-  Tensor forward(const layers::GemmInput& x) const;
+  // x: the served-dtype tensor or its pre-norm's 8-bit output.
+  Tensor forward(const layers::GemmInput& x) const { return ffn_.forward(x); }
 
  private:
-  std::shared_ptr<layers::LinearActivation> w_1_;
-  std::shared_ptr<layers::Linear> w_2_;
+  layers::FeedForward ffn_;
 };
 
 // A container named like torch.nn.Sequential so checkpoint paths such as
@@ -68,18 +80,8 @@ class SequentialContainer : public Module {
 
 namespace u2pp_detail {
 
-// Concatenation of tensors of one dtype and device along `dim` (equal other
-// dimensions) into a new contiguous tensor on that device. Parts with zero
-// length along `dim` are allowed.
-Tensor concat(const std::vector<Tensor>& parts, int64_t dim);
-
 // True when some lengths[b] < frames.
 bool has_padding(std::span<const int64_t> lengths, int64_t frames);
-
-// [B, T, H * d_k] -> contiguous [B, H, T, d_k].
-Tensor split_heads(const Tensor& x, int64_t heads);
-// [B, H, T, d_k] -> contiguous [B, T, H * d_k].
-Tensor merge_heads(const Tensor& x);
 
 // `x` converted to `like`'s dtype and moved to its device (x itself when
 // both already match): the model's float input and host-built tables enter

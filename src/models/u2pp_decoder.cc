@@ -12,10 +12,8 @@ namespace oasr::models {
 
 DecoderLayer::DecoderLayer(int64_t dim, const U2ppDecoderConfig& c)
     : Module("DecoderLayer"), normalize_before_(c.normalize_before) {
-  self_attn_ =
-      register_module("self_attn", std::make_shared<MultiHeadedAttention>(c.attention_heads, dim));
-  src_attn_ =
-      register_module("src_attn", std::make_shared<MultiHeadedAttention>(c.attention_heads, dim));
+  self_attn_ = register_module("self_attn", make_wenet_attention(c.attention_heads, dim));
+  src_attn_ = register_module("src_attn", make_wenet_attention(c.attention_heads, dim));
   feed_forward_ = register_module("feed_forward", std::make_shared<PositionwiseFeedForward>(
                                                       dim, c.linear_units, c.activation, true));
   norm1_ = register_module("norm1", std::make_shared<layers::LayerNorm>(dim, c.norm_eps));

@@ -9,11 +9,11 @@
 #include <memory>
 #include <vector>
 
+#include "layers/attention.h"
 #include "layers/conv.h"
 #include "layers/linear.h"
 #include "layers/module.h"
 #include "layers/norm.h"
-#include "models/u2pp_attention.h"
 #include "models/u2pp_blocks.h"
 #include "models/u2pp_config.h"
 
@@ -32,8 +32,8 @@ class DecoderLayer : public Module {
 
  private:
   bool normalize_before_;
-  std::shared_ptr<MultiHeadedAttention> self_attn_;
-  std::shared_ptr<MultiHeadedAttention> src_attn_;
+  std::shared_ptr<layers::MultiHeadAttention> self_attn_;
+  std::shared_ptr<layers::MultiHeadAttention> src_attn_;
   std::shared_ptr<PositionwiseFeedForward> feed_forward_;
   std::shared_ptr<layers::LayerNorm> norm1_;
   std::shared_ptr<layers::LayerNorm> norm2_;

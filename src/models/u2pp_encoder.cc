@@ -7,6 +7,7 @@
 #include "core/env.h"
 #include "core/error.h"
 #include "ops/activation.h"
+#include "ops/concat.h"
 #include "ops/conv2d.h"
 #include "ops/elementwise.h"
 #include "ops/glu.h"
@@ -14,7 +15,7 @@
 
 namespace oasr::models {
 
-using u2pp_detail::concat;
+using ops::concat;
 using u2pp_detail::has_padding;
 using u2pp_detail::to_like;
 
@@ -181,9 +182,9 @@ ConformerEncoderLayer::ConformerEncoderLayer(const U2ppEncoderConfig& c)
       normalize_before_(c.normalize_before),
       ff_scale_(c.macaron_style ? 0.5f : 1.0f) {
   const int64_t d = c.output_size;
-  self_attn_ = register_module("self_attn",
-                               std::make_shared<RelPositionMultiHeadedAttention>(
-                                   c.attention_heads, d, c.query_bias, c.key_bias, c.value_bias));
+  self_attn_ = register_module(
+      "self_attn", make_wenet_rel_position_attention(c.attention_heads, d, c.query_bias, c.key_bias,
+                                                     c.value_bias));
   feed_forward_ = register_module("feed_forward", std::make_shared<PositionwiseFeedForward>(
                                                       d, c.linear_units, c.activation, c.mlp_bias));
   if (c.macaron_style) {

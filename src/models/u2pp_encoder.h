@@ -16,11 +16,11 @@
 #include <vector>
 
 #include "core/device_graph_cache.h"
+#include "layers/attention.h"
 #include "layers/conv.h"
 #include "layers/linear.h"
 #include "layers/module.h"
 #include "layers/norm.h"
-#include "models/u2pp_attention.h"
 #include "models/u2pp_blocks.h"
 #include "models/u2pp_config.h"
 
@@ -108,7 +108,7 @@ class ConformerEncoderLayer : public Module {
  private:
   bool normalize_before_;
   float ff_scale_;
-  std::shared_ptr<RelPositionMultiHeadedAttention> self_attn_;
+  std::shared_ptr<layers::RelPositionMultiHeadAttention> self_attn_;
   std::shared_ptr<PositionwiseFeedForward> feed_forward_;
   std::shared_ptr<PositionwiseFeedForward> feed_forward_macaron_;
   std::shared_ptr<ConvolutionModule> conv_module_;

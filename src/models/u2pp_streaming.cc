@@ -4,6 +4,7 @@
 
 #include "core/error.h"
 #include "models/u2pp_blocks.h"
+#include "ops/concat.h"
 
 namespace oasr::models {
 
@@ -79,7 +80,7 @@ Tensor U2ppStreamingEncoder::drain(bool flush) {
   if (outputs.empty()) {
     return Tensor::empty({1, 0, encoder_.output_size()}, encoder_.dtype(), encoder_.device());
   }
-  return outputs.size() == 1 ? outputs.front() : u2pp_detail::concat(outputs, 1);
+  return outputs.size() == 1 ? outputs.front() : ops::concat(outputs, 1);
 }
 
 }  // namespace oasr::models

@@ -1,11 +1,11 @@
 // The blocks of Hugging Face's WhisperForConditionalGeneration, with its
 // state-dict names: WhisperAttention (q_proj and v_proj and out_proj with a
-// bias, k_proj without) and the pre-LN encoder and decoder layers. Every GEMM is a
-// layers::Linear / LinearActivation, so quantization reaches all of them.
+// bias, k_proj without) and the pre-LN encoder and decoder layers, built from
+// the shared layers (layers/attention.h, layers/feed_forward.h). Every GEMM
+// is a layers::Linear / LinearActivation, so quantization reaches all of them.
 //
 // Attention as HF computes it: q = q_proj(x) * head_dim^-0.5, softmax(q k^T)
-// v per head, out_proj. Head tensors are [batch, heads, tokens, head_dim] and
-// each product is one batched ops::matmul over (batch, head).
+// v per head, out_proj.
 #pragma once
 
 #include <cstdint>
@@ -13,57 +13,19 @@
 #include <span>
 #include <utility>
 
+#include "layers/attention.h"
+#include "layers/feed_forward.h"
+#include "layers/kv_cache.h"
 #include "layers/linear.h"
 #include "layers/module.h"
 #include "layers/norm.h"
-#include "models/kv_cache.h"
 
 namespace oasr::models {
 
-class WhisperAttention : public Module {
- public:
-  WhisperAttention(int64_t dim, int64_t heads);
-
-  int64_t heads() const { return heads_; }
-  int64_t head_dim() const { return head_dim_; }
-
-  // Encoder self-attention without a mask: x [B, T, D] -> [B, T, D].
-  Tensor forward(const Tensor& x) const;
-
-  // Decoder self-attention over the KV cache: x [R, n, D] holds n new
-  // positions per row; their keys and values are appended to `layer` of the
-  // cache, and query i attends the keys up to its own position (causal).
-  Tensor forward_cached(const Tensor& x, KvCache& cache, int64_t layer) const;
-
-  // Cross-attention memory: keys and values [B, heads, T, head_dim] of an
-  // encoder output [B, T, D].
-  std::pair<Tensor, Tensor> project_memory(const Tensor& memory) const;
-
-  // Cross-attention: x [R, n, D]; row r attends memory row cross_rows[r] of
-  // keys / values [B, heads, T, head_dim]. Rows reading the same memory row
-  // go through one product per head, so R beams over one utterance never
-  // copy its keys.
-  Tensor forward_cross(const Tensor& x, const Tensor& keys, const Tensor& values,
-                       std::span<const int64_t> cross_rows) const;
-
-  // Decoder attention: the projections that see only a step's new tokens
-  // run the CPU row-dot linear (ops/gemm.h), so a step's bits do not depend
-  // on how many beams or utterances share it; `memory_too` adds k/v (self-
-  // attention), which cross-attention leaves on BLAS for its 1500 frames.
-  void use_row_dot_projections(bool memory_too);
-
- private:
-  Tensor scaled_query(const Tensor& x) const;  // q_proj(x) * head_dim^-0.5, [B, T, D]
-
-  int64_t dim_;
-  int64_t heads_;
-  int64_t head_dim_;
-  float scaling_;
-  std::shared_ptr<layers::Linear> k_proj_;
-  std::shared_ptr<layers::Linear> v_proj_;
-  std::shared_ptr<layers::Linear> q_proj_;
-  std::shared_ptr<layers::Linear> out_proj_;
-};
+// HF's WhisperAttention as the shared layer computes it: k_proj (no bias),
+// v_proj, q_proj, out_proj (HF's registration order), the query scaled by
+// head_dim^-0.5 before the product.
+std::shared_ptr<layers::MultiHeadAttention> make_whisper_attention(int64_t dim, int64_t heads);
 
 // x + attn(ln(x)), then + fc2(gelu(fc1(ln(.)))).
 class WhisperEncoderLayer : public Module {
@@ -72,10 +34,9 @@ class WhisperEncoderLayer : public Module {
   Tensor forward(const Tensor& x) const;  // [B, T, D]
 
  private:
-  std::shared_ptr<WhisperAttention> self_attn_;
+  std::shared_ptr<layers::MultiHeadAttention> self_attn_;
   std::shared_ptr<layers::LayerNorm> self_attn_layer_norm_;
-  std::shared_ptr<layers::LinearActivation> fc1_;
-  std::shared_ptr<layers::Linear> fc2_;
+  layers::FeedForward ffn_;  // fc1, fc2
   std::shared_ptr<layers::LayerNorm> final_layer_norm_;
 };
 
@@ -87,18 +48,17 @@ class WhisperDecoderLayer : public Module {
 
   // x [R, n, D]; `layer` is this layer's index in the cache; cross_keys /
   // cross_values [B, heads, T, head_dim] with row r reading cross_rows[r].
-  Tensor forward(const Tensor& x, KvCache& cache, int64_t layer, const Tensor& cross_keys,
+  Tensor forward(const Tensor& x, layers::KvCache& cache, int64_t layer, const Tensor& cross_keys,
                  const Tensor& cross_values, std::span<const int64_t> cross_rows) const;
 
-  const WhisperAttention& encoder_attn() const { return *encoder_attn_; }
+  const layers::MultiHeadAttention& encoder_attn() const { return *encoder_attn_; }
 
  private:
-  std::shared_ptr<WhisperAttention> self_attn_;
+  std::shared_ptr<layers::MultiHeadAttention> self_attn_;
   std::shared_ptr<layers::LayerNorm> self_attn_layer_norm_;
-  std::shared_ptr<WhisperAttention> encoder_attn_;
+  std::shared_ptr<layers::MultiHeadAttention> encoder_attn_;
   std::shared_ptr<layers::LayerNorm> encoder_attn_layer_norm_;
-  std::shared_ptr<layers::LinearActivation> fc1_;
-  std::shared_ptr<layers::Linear> fc2_;
+  layers::FeedForward ffn_;  // fc1, fc2
   std::shared_ptr<layers::LayerNorm> final_layer_norm_;
 };
 

@@ -68,7 +68,7 @@ WhisperDecoder::WhisperDecoder(const WhisperConfig& config)
 
 Tensor WhisperDecoder::forward(const Tensor& tokens, const std::vector<Tensor>& cross_keys,
                                const std::vector<Tensor>& cross_values,
-                               std::span<const int64_t> cross_rows, KvCache& cache) const {
+                               std::span<const int64_t> cross_rows, layers::KvCache& cache) const {
   const int64_t start = cache.length();
   const int64_t steps = tokens.size(1);
   OASR_CHECK(start + steps <= config_.max_target_positions, kInvalidArgument,
@@ -131,21 +131,21 @@ WhisperModel::CrossKv WhisperModel::cross_kv(const Tensor& encoder_out) const {
   return cross;
 }
 
-KvCache WhisperModel::make_cache(int64_t rows, int64_t capacity_tokens) const {
+layers::KvCache WhisperModel::make_cache(int64_t rows, int64_t capacity_tokens) const {
   OASR_CHECK(capacity_tokens > 0 && capacity_tokens <= config_.max_target_positions,
              kInvalidArgument, "Whisper KV cache: capacity_tokens must be in 1..",
              config_.max_target_positions, " (max_target_positions), got ", capacity_tokens);
-  KvCache::Layout layout;
+  layers::KvCache::Layout layout;
   layout.layers = config_.decoder_layers;
   layout.heads = config_.decoder_attention_heads;
   layout.head_dim = config_.d_model / config_.decoder_attention_heads;
   layout.rows = rows;
   layout.capacity_tokens = capacity_tokens;
-  return KvCache(layout);
+  return layers::KvCache(layout);
 }
 
 Tensor WhisperModel::decode(const Tensor& tokens, const CrossKv& cross,
-                            std::span<const int64_t> cross_rows, KvCache& cache) const {
+                            std::span<const int64_t> cross_rows, layers::KvCache& cache) const {
   OASR_CHECK(tokens.defined() && tokens.dim() == 2 && tokens.size(1) > 0 &&
                  (tokens.dtype() == DType::kI64 || tokens.dtype() == DType::kI32),
              kInvalidArgument, "Whisper decode: tokens must be int64 [rows, n] with n >= 1, got ",
@@ -158,7 +158,7 @@ Tensor WhisperModel::decode(const Tensor& tokens, const CrossKv& cross,
              kInvalidArgument, "Whisper decode: cross holds ", cross.keys.size(), " key and ",
              cross.values.size(), " value tensors for ", layers,
              " decoder layers; compute it with cross_kv()");
-  const KvCache::Layout& layout = cache.layout();
+  const layers::KvCache::Layout& layout = cache.layout();
   OASR_CHECK(layout.layers == layers && layout.heads == config_.decoder_attention_heads &&
                  layout.head_dim == config_.d_model / config_.decoder_attention_heads,
              kInvalidArgument, "Whisper decode: the KV cache's layout (", layout.layers,

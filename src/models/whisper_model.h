@@ -7,7 +7,7 @@
 //   model.load(*source.weights);                    // ties proj_out to embed_tokens
 //   Tensor enc = model.encode(mel);                 // [B, n_mels, 3000] -> [B, 1500, d]
 //   auto cross = model.cross_kv(enc);               // once per utterance
-//   KvCache cache = model.make_cache(rows, 448);
+//   layers::KvCache cache = model.make_cache(rows, 448);
 //   Tensor logits = model.decode(prompt, cross, cross_rows, cache);  // [R, n, vocab]
 //   ... then one token per row per step; cache.reorder_rows() after a beam step.
 //
@@ -29,10 +29,10 @@
 
 #include "layers/conv.h"
 #include "layers/conv1d.h"
+#include "layers/kv_cache.h"
 #include "layers/linear.h"
 #include "layers/module.h"
 #include "layers/norm.h"
-#include "models/kv_cache.h"
 #include "models/whisper_blocks.h"
 #include "models/whisper_config.h"
 
@@ -64,7 +64,7 @@ class WhisperDecoder : public Module {
   // the commit to the caller.
   Tensor forward(const Tensor& tokens, const std::vector<Tensor>& cross_keys,
                  const std::vector<Tensor>& cross_values, std::span<const int64_t> cross_rows,
-                 KvCache& cache) const;
+                 layers::KvCache& cache) const;
 
  private:
   WhisperConfig config_;
@@ -102,14 +102,14 @@ class WhisperModel : public Module {
 
   // A self-attention cache for `rows` hypotheses of at most capacity_tokens
   // tokens each (at most max_target_positions: the learned positions end there).
-  KvCache make_cache(int64_t rows, int64_t capacity_tokens) const;
+  layers::KvCache make_cache(int64_t rows, int64_t capacity_tokens) const;
 
   // tokens int64 [R, n] (R = cache.rows()); row r attends encoder row
   // cross_rows[r]; the tokens take positions cache.length() .. + n - 1 and are
   // appended to the cache (committed on success; a failed call leaves the
   // cache as it was). Returns float32 logits [R, n, vocab_size].
   Tensor decode(const Tensor& tokens, const CrossKv& cross, std::span<const int64_t> cross_rows,
-                KvCache& cache) const;
+                layers::KvCache& cache) const;
 
   const WhisperEncoder& encoder() const { return *encoder_; }
   const WhisperDecoder& decoder() const { return *decoder_; }

@@ -1,4 +1,4 @@
-// KvCache (src/models/kv_cache.h): the layout it documents, its capacity
+// KvCache (src/layers/kv_cache.h): the layout it documents, its capacity
 // refusal, the step protocol (append / read / commit / rollback), bytes(),
 // and reorder_rows' semantics (row r takes source row source_rows[r]),
 // checked element by element against values the test wrote.
@@ -8,12 +8,12 @@
 #include <vector>
 
 #include "core/error.h"
-#include "models/kv_cache.h"
+#include "layers/kv_cache.h"
 
 namespace oasr {
 namespace {
 
-using models::KvCache;
+using layers::KvCache;
 
 KvCache::Layout small_layout() {
   KvCache::Layout layout;

@@ -35,7 +35,7 @@
 namespace oasr {
 namespace {
 
-using models::KvCache;
+using layers::KvCache;
 using models::WhisperConfig;
 using models::WhisperModel;
 using nlohmann::json;

@@ -26,7 +26,7 @@
 namespace oasr {
 namespace {
 
-using models::KvCache;
+using layers::KvCache;
 using nlohmann::json;
 using testing::all_close;
 

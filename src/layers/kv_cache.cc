@@ -1,11 +1,11 @@
-#include "models/kv_cache.h"
+#include "layers/kv_cache.h"
 
 #include <algorithm>
 #include <cstring>
 
 #include "core/error.h"
 
-namespace oasr::models {
+namespace oasr::layers {
 
 KvCache::KvCache(const Layout& layout) : layout_(layout) {
   OASR_CHECK(layout.layers > 0 && layout.heads > 0 && layout.head_dim > 0 && layout.rows > 0 &&
@@ -191,4 +191,4 @@ void KvCache::retain_rows(std::span<const int64_t> rows) {
   layout_.rows = kept;
 }
 
-}  // namespace oasr::models
+}  // namespace oasr::layers

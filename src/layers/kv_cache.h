@@ -33,7 +33,7 @@
 
 #include "core/tensor.h"
 
-namespace oasr::models {
+namespace oasr::layers {
 
 class KvCache {
  public:
@@ -104,4 +104,4 @@ class KvCache {
   std::vector<int64_t> layer_tokens_;  // per layer: committed + appended this step
 };
 
-}  // namespace oasr::models
+}  // namespace oasr::layers

@@ -1,0 +1,354 @@
+#include "layers/attention.h"
+
+#include <cstring>
+#include <map>
+
+#include "core/env.h"
+#include "core/error.h"
+#include "ops/attention.h"
+#include "ops/concat.h"
+#include "ops/elementwise.h"
+#include "ops/gemm.h"
+#include "ops/softmax.h"
+
+namespace oasr::layers {
+namespace {
+
+bool host_float(const Tensor& x) {
+  return x.device().is_cpu() && x.dtype() == DType::kF32;
+}
+
+// [B, T, H * d] -> contiguous [B, H, T, d]. On the host in float32 whole
+// head_dim runs move at once (Tensor's generic strided copy moves one element
+// at a time); elsewhere the strided copy. Both only copy, so the bits agree.
+Tensor split_heads(const Tensor& x, int64_t heads) {
+  const int64_t batch = x.size(0);
+  const int64_t steps = x.size(1);
+  const int64_t d = x.size(2) / heads;
+  if (!host_float(x)) return x.view({batch, steps, heads, d}).transpose(1, 2).contiguous();
+  const Tensor c = x.contiguous();
+  Tensor out = Tensor::empty({batch, heads, steps, d}, DType::kF32);
+  const float* src = c.data<float>();
+  float* dst = out.data<float>();
+  const size_t run = static_cast<size_t>(d) * sizeof(float);
+  for (int64_t b = 0; b < batch; ++b) {
+    for (int64_t t = 0; t < steps; ++t) {
+      for (int64_t h = 0; h < heads; ++h) {
+        std::memcpy(dst + ((b * heads + h) * steps + t) * d,
+                    src + ((b * steps + t) * heads + h) * d, run);
+      }
+    }
+  }
+  return out;
+}
+
+// [B, H, T, d] -> contiguous [B, T, H * d].
+Tensor merge_heads(const Tensor& x) {
+  const int64_t batch = x.size(0);
+  const int64_t heads = x.size(1);
+  const int64_t steps = x.size(2);
+  const int64_t d = x.size(3);
+  if (!host_float(x)) return x.transpose(1, 2).contiguous().view({batch, steps, heads * d});
+  const Tensor c = x.contiguous();
+  Tensor out = Tensor::empty({batch, steps, heads * d}, DType::kF32);
+  const float* src = c.data<float>();
+  float* dst = out.data<float>();
+  const size_t run = static_cast<size_t>(d) * sizeof(float);
+  for (int64_t b = 0; b < batch; ++b) {
+    for (int64_t h = 0; h < heads; ++h) {
+      for (int64_t t = 0; t < steps; ++t) {
+        std::memcpy(dst + ((b * steps + t) * heads + h) * d,
+                    src + ((b * heads + h) * steps + t) * d, run);
+      }
+    }
+  }
+  return out;
+}
+
+const char* role_name(AttentionProjection role) {
+  switch (role) {
+    case AttentionProjection::kQuery:
+      return "query";
+    case AttentionProjection::kKey:
+      return "key";
+    case AttentionProjection::kValue:
+      return "value";
+    case AttentionProjection::kOut:
+      return "output";
+  }
+  return "?";
+}
+
+}  // namespace
+
+MultiHeadAttention::MultiHeadAttention(const AttentionSpec& spec)
+    : Module(spec.type_name),
+      dim_(spec.dim),
+      heads_(spec.heads),
+      head_dim_(spec.heads > 0 ? spec.dim / spec.heads : 0),
+      scaling_(spec.scaling),
+      score_scale_(spec.score_scale) {
+  OASR_CHECK(spec.heads > 0 && spec.dim > 0 && spec.dim % spec.heads == 0, kInvalidArgument,
+             spec.type_name, ": width ", spec.dim, " is not a multiple of the head count ",
+             spec.heads);
+  OASR_CHECK(spec.score_scale > 0.0f, kInternal, spec.type_name, ": no score scale given");
+  for (const AttentionSpec::Projection& p : spec.projections) {
+    auto linear = register_module(p.name, std::make_shared<Linear>(dim_, dim_, p.bias));
+    std::shared_ptr<Linear>& slot = projection_slot(p.role);
+    OASR_CHECK(slot == nullptr, kInternal, spec.type_name, ": two ", role_name(p.role),
+               " projections");
+    slot = std::move(linear);
+  }
+  for (AttentionProjection role : {AttentionProjection::kQuery, AttentionProjection::kKey,
+                                   AttentionProjection::kValue, AttentionProjection::kOut}) {
+    OASR_CHECK(projection_slot(role) != nullptr, kInternal, spec.type_name, ": no ",
+               role_name(role), " projection");
+  }
+}
+
+std::shared_ptr<Linear>& MultiHeadAttention::projection_slot(AttentionProjection role) {
+  switch (role) {
+    case AttentionProjection::kQuery:
+      return query_;
+    case AttentionProjection::kKey:
+      return key_;
+    case AttentionProjection::kValue:
+      return value_;
+    case AttentionProjection::kOut:
+      break;
+  }
+  return out_;
+}
+
+const Linear& MultiHeadAttention::projection(AttentionProjection role) const {
+  return *const_cast<MultiHeadAttention*>(this)->projection_slot(role);
+}
+
+void MultiHeadAttention::use_row_dot_projections(bool memory_too) {
+  query_->set_cpu_algorithm(ops::LinearAlgorithm::kRowDot);
+  out_->set_cpu_algorithm(ops::LinearAlgorithm::kRowDot);
+  if (memory_too) {
+    key_->set_cpu_algorithm(ops::LinearAlgorithm::kRowDot);
+    value_->set_cpu_algorithm(ops::LinearAlgorithm::kRowDot);
+  }
+}
+
+void MultiHeadAttention::check_input(const Shape& shape, const char* what) const {
+  OASR_CHECK(shape.size() == 3 && shape[2] == dim_, kInvalidArgument, path(), ": ", what,
+             " must be [batch, tokens, ", dim_, "], got ", shape_str(shape));
+}
+
+Tensor MultiHeadAttention::project_query(const GemmInput& x) const {
+  const Tensor q = query_->forward(x);
+  return scaling_ == ScoreScaling::kQuery ? ops::scale(q, score_scale_) : q;
+}
+
+Tensor MultiHeadAttention::scores(const Tensor& q, const Tensor& k) const {
+  const Tensor products = ops::matmul(q, k, /*transpose_b=*/true);
+  return scaling_ == ScoreScaling::kScores ? ops::scale(products, score_scale_) : products;
+}
+
+Tensor MultiHeadAttention::context_from_scores(const Tensor& scores, const Tensor& v,
+                                               const Tensor& mask) const {
+  const Tensor probs = mask.defined() ? ops::masked_softmax(scores, mask) : ops::softmax(scores);
+  return merge_heads(ops::matmul(probs, v));
+}
+
+// Large score matrices without a mask (Whisper's encoder: 1500 x 1500 per
+// head) are made one (batch, head) slice at a time on the host: the batched
+// form would hold B * H * Tq * Tk floats at once (54 MB per utterance,
+// 432 MB at batch 8), far beyond the caches, while one slice (9 MB) stays in
+// L3 between its three passes. Every slice's products, scaling and softmax
+// are the ones the batched ops compute for it (ops::matmul runs one GEMM per
+// batch entry; scaling is elementwise, softmax per row), so the bits agree.
+Tensor MultiHeadAttention::context(const Tensor& q, const Tensor& k, const Tensor& v,
+                                   const Tensor& mask) const {
+  constexpr int64_t kSliceScores = 1 << 16;
+  const int64_t slices = q.size(0) * q.size(1);
+  const int64_t tq = q.size(2), tk = k.size(2), d = q.size(3);
+  if (mask.defined() || slices == 1 || tq * tk < kSliceScores || !host_float(q)) {
+    return context_from_scores(scores(q, k), v, mask);
+  }
+  const Tensor qs = q.contiguous().view({slices, tq, d});
+  const Tensor ks = k.contiguous().view({slices, tk, d});
+  const Tensor vs = v.contiguous().view({slices, tk, v.size(3)});
+  Tensor heads = Tensor::empty({slices, tq, v.size(3)}, DType::kF32);
+  for (int64_t i = 0; i < slices; ++i) {
+    const Tensor slice_scores = scores(qs.narrow(0, i, 1), ks.narrow(0, i, 1));
+    heads.narrow(0, i, 1).copy_(ops::matmul(ops::softmax(slice_scores), vs.narrow(0, i, 1)));
+  }
+  return merge_heads(heads.view({q.size(0), q.size(1), tq, v.size(3)}));
+}
+
+Tensor MultiHeadAttention::forward(const GemmInput& query, const GemmInput& memory,
+                                   const Tensor& mask) const {
+  check_input(query.shape(), "query");
+  check_input(memory.shape(), "memory");
+  const int64_t batch = query.size(0);
+  const int64_t steps = query.size(1);
+  const int64_t memory_batch = memory.size(0);
+  OASR_CHECK(memory_batch == batch || memory_batch == 1, kInvalidArgument, path(),
+             ": memory batch ", memory_batch, " must equal the query batch ", batch, " or be 1");
+  const Tensor k = split_heads(key_->forward(memory), heads_);
+  const Tensor v = split_heads(value_->forward(memory), heads_);
+  const Tensor q = project_query(query);
+  if (memory_batch == batch) return out_->forward(context(split_heads(q, heads_), k, v, mask));
+  // One memory for all B rows: fold the batch into the query steps,
+  // [B, Tq, H, d] -> [1, H, B * Tq, d], so each head is one product.
+  OASR_CHECK(!mask.defined() || mask.numel() == mask.size(-1), kInvalidArgument, path(),
+             ": a memory shared by the batch takes a key mask [1, 1, 1, Tk], got ",
+             shape_str(mask.shape()));
+  const Tensor folded = q.view({batch, steps, heads_, head_dim_})
+                            .transpose(0, 2)  // [H, Tq, B, d]
+                            .transpose(1, 2)  // [H, B, Tq, d]
+                            .contiguous()
+                            .view({1, heads_, batch * steps, head_dim_});
+  const Tensor folded_scores = scores(folded, k);
+  // The mask varies over keys only when shared: keep its last dimension.
+  const Tensor probs =
+      mask.defined() ? ops::masked_softmax(folded_scores, mask.reshape({1, 1, 1, mask.size(-1)}))
+                     : ops::softmax(folded_scores);
+  const Tensor context = ops::matmul(probs, v)  // [1, H, B * Tq, d]
+                             .view({heads_, batch, steps, head_dim_})
+                             .transpose(0, 1)  // [B, H, Tq, d]
+                             .transpose(1, 2)  // [B, Tq, H, d]
+                             .contiguous()
+                             .view({batch, steps, heads_ * head_dim_});
+  return out_->forward(context);
+}
+
+Tensor MultiHeadAttention::forward_cached(const Tensor& x, KvCache& cache, int64_t layer) const {
+  check_input(x.shape(), "input");
+  const int64_t steps = x.size(1);
+  // [R, n, D] is already the cache's [row][token][head][head_dim] order.
+  cache.append(layer, key_->forward(x), value_->forward(x));
+  const KvCache::View kv = cache.read(layer);
+  const int64_t keys = kv.keys.size(2);
+  Tensor mask;
+  if (steps > 1) {
+    // Query i sits at position keys - steps + i and sees keys up to it.
+    mask = Tensor::zeros({steps, keys}, DType::kU8);
+    uint8_t* m = mask.data<uint8_t>();
+    for (int64_t i = 0; i < steps; ++i) {
+      const int64_t last = keys - steps + i;
+      for (int64_t j = 0; j <= last; ++j) m[i * keys + j] = 1;
+    }
+  }
+  return out_->forward(context(split_heads(project_query(x), heads_), kv.keys, kv.values, mask));
+}
+
+std::pair<Tensor, Tensor> MultiHeadAttention::project_memory(const GemmInput& memory) const {
+  check_input(memory.shape(), "memory");
+  return {split_heads(key_->forward(memory), heads_), split_heads(value_->forward(memory), heads_)};
+}
+
+Tensor MultiHeadAttention::forward_cross(const Tensor& x, const Tensor& keys, const Tensor& values,
+                                         std::span<const int64_t> cross_rows) const {
+  check_input(x.shape(), "input");
+  const int64_t rows = x.size(0);
+  const int64_t steps = x.size(1);
+  OASR_CHECK(keys.defined() && keys.dim() == 4 && keys.size(1) == heads_ &&
+                 keys.size(3) == head_dim_ && values.defined() && values.shape() == keys.shape(),
+             kInvalidArgument, path(), ": cross-attention keys and values must be [B, ", heads_,
+             ", frames, ", head_dim_, "] (project_memory's), got ",
+             keys.defined() ? shape_str(keys.shape()) : std::string("undefined"));
+  const int64_t memory_rows = keys.size(0);
+  OASR_CHECK(static_cast<int64_t>(cross_rows.size()) == rows, kInvalidArgument, path(), ": ",
+             cross_rows.size(), " cross rows given for ", rows, " decoder rows (one per row)");
+  bool identity = memory_rows == rows;
+  for (int64_t r = 0; r < rows; ++r) {
+    const int64_t b = cross_rows[static_cast<size_t>(r)];
+    OASR_CHECK(b >= 0 && b < memory_rows, kInvalidArgument, path(), ": cross_rows[", r, "] = ", b,
+               " is not a row of the encoder output (", memory_rows, " rows)");
+    identity = identity && b == r;
+  }
+  const Tensor q = project_query(x);  // [R, n, D]
+  if (identity) return out_->forward(context(split_heads(q, heads_), keys, values, Tensor()));
+  // Group the decoder rows by the memory row they read, and fold each group's
+  // queries into one [1, H, m * n, d] operand against that row's keys.
+  std::map<int64_t, std::vector<int64_t>> groups;
+  for (int64_t r = 0; r < rows; ++r) groups[cross_rows[static_cast<size_t>(r)]].push_back(r);
+  Tensor merged = Tensor::empty({rows, steps, dim_}, q.dtype(), q.device());
+  for (const auto& [memory_row, members] : groups) {
+    const int64_t m = static_cast<int64_t>(members.size());
+    Tensor gathered = Tensor::empty({1, m * steps, dim_}, q.dtype(), q.device());
+    for (int64_t i = 0; i < m; ++i) {
+      gathered.narrow(1, i * steps, steps).copy_(q.narrow(0, members[static_cast<size_t>(i)], 1));
+    }
+    const Tensor k = keys.narrow(0, memory_row, 1).contiguous();
+    const Tensor v = values.narrow(0, memory_row, 1).contiguous();
+    const Tensor out = context(split_heads(gathered, heads_), k, v, Tensor());
+    for (int64_t i = 0; i < m; ++i) {
+      merged.narrow(0, members[static_cast<size_t>(i)], 1).copy_(out.narrow(1, i * steps, steps));
+    }
+  }
+  return out_->forward(merged);
+}
+
+RelPositionMultiHeadAttention::RelPositionMultiHeadAttention(const AttentionSpec& spec,
+                                                             const std::string& position_name)
+    : MultiHeadAttention(spec) {
+  OASR_CHECK(spec.scaling == ScoreScaling::kScores, kInternal, spec.type_name,
+             ": relative-position attention scales its summed scores (ScoreScaling::kScores)");
+  position_ = register_module(position_name, std::make_shared<Linear>(dim_, dim_, false));
+  register_parameter("pos_bias_u", {heads_, head_dim_});
+  register_parameter("pos_bias_v", {heads_, head_dim_});
+}
+
+RelPositionMultiHeadAttention::Output RelPositionMultiHeadAttention::forward(
+    const GemmInput& x, const Tensor& mask, const Tensor& pos_emb, const Tensor& att_cache,
+    bool return_cache) const {
+  check_input(x.shape(), "x");
+  const int64_t batch = x.size(0);
+  // The projections by head, [B, T, H, d], still in their [B, T, H * d]
+  // storage: the fused kernel reads each head in place.
+  const auto by_head = [&](const Tensor& t) {
+    return t.view({t.size(0), t.size(1), heads_, head_dim_});
+  };
+  Tensor q = by_head(query_->forward(x));
+  Tensor k = by_head(key_->forward(x));
+  Tensor v = by_head(value_->forward(x));
+  if (att_cache.defined() && att_cache.numel() > 0) {
+    OASR_CHECK(att_cache.dim() == 4 && att_cache.size(0) == batch && att_cache.size(1) == heads_ &&
+                   att_cache.size(3) == 2 * head_dim_,
+               kInvalidArgument, path(), ": att_cache must be [", batch, ", ", heads_,
+               ", cached frames, ", 2 * head_dim_, "], got ", shape_str(att_cache.shape()));
+    // The cache is [B, H, cached, 2 * d]: keys, then values.
+    k = ops::concat({att_cache.narrow(3, 0, head_dim_), k.transpose(1, 2)}, 2).transpose(1, 2);
+    v = ops::concat({att_cache.narrow(3, head_dim_, head_dim_), v.transpose(1, 2)}, 2)
+            .transpose(1, 2);
+  }
+  const int64_t keys = k.size(1);
+  OASR_CHECK(pos_emb.dim() == 3 && pos_emb.size(0) == 1 && pos_emb.size(1) == keys,
+             kInvalidArgument, path(), ": pos_emb must be [1, ", keys,
+             ", D] (one row per key), got ", shape_str(pos_emb.shape()));
+  const Tensor p = by_head(position_->forward(pos_emb));  // [1, Tk, H, d]
+
+  Output output;
+  if (return_cache) output.cache = ops::concat({k.transpose(1, 2), v.transpose(1, 2)}, 3);
+  if (q.device().is_cuda() && env::fused_attention_enabled()) {
+    ops::RelPositionAttentionInputs in{
+        q, k, v, p, param("pos_bias_u"), param("pos_bias_v"), mask, score_scale_};
+    if (ops::rel_position_attention_fusable(in)) {
+      output.out = out_->forward(ops::rel_position_attention(in));
+      return output;
+    }
+  }
+  // Unfused: (q + pos_bias_u) and (q + pos_bias_v) as [B, H, T, d]; the
+  // positions repeated per batch row.
+  const Tensor q_u = ops::add(q, param("pos_bias_u")).transpose(1, 2).contiguous();
+  const Tensor q_v = ops::add(q, param("pos_bias_v")).transpose(1, 2).contiguous();
+  const Tensor k_heads = k.transpose(1, 2).contiguous();  // [B, H, Tk, d]
+  const Tensor v_heads = v.transpose(1, 2).contiguous();
+  Tensor p_heads = p.transpose(1, 2).contiguous();  // [1, H, Tk, d]
+  if (batch > 1) {
+    p_heads = ops::concat(std::vector<Tensor>(static_cast<size_t>(batch), p_heads), 0);
+  }
+  const Tensor content = ops::matmul(q_u, k_heads, /*transpose_b=*/true);
+  const Tensor position = ops::matmul(q_v, p_heads, /*transpose_b=*/true);
+  output.out = out_->forward(
+      context_from_scores(ops::scale(ops::add(content, position), score_scale_), v_heads, mask));
+  return output;
+}
+
+}  // namespace oasr::layers
