@@ -34,9 +34,7 @@
 #include "core/error.h"
 #include "core/tensor.h"
 #include "models/architecture.h"
-#include "models/materialize.h"
-#include "models/native_checkpoint.h"
-#include "models/u2pp_model.h"
+#include "models/u2pp/u2pp_model.h"
 #include "ops/cpu_threads.h"
 
 namespace oasr::cli {
@@ -228,17 +226,15 @@ void run_bench_encoder(const BenchEncoderOptions& options) {
              options.threads);
   if (options.threads > 0) ops::set_cpu_threads(options.threads);
   const int threads = ops::cpu_threads();
-  models::MaterializeOptions materialize;
-  materialize.device = served.served_device();
-  materialize.dtype = served.served_dtype();
   const models::Architecture& architecture = models::architecture_for(options.checkpoint_dir);
-  OASR_CHECK(architecture.name == models::kArchitectureName, kUnsupported,
-             "oasr bench encoder: ", options.checkpoint_dir, " is a ", architecture.display_name,
-             " model; this bench times the U2++ encoder (oasr bench whisper times Whisper)");
-  const models::ModelSource source = models::load_checkpoint_dir(options.checkpoint_dir);
-  const models::MaterializedU2pp materialized =
-      models::materialize_u2pp_model(source, served.quantization, materialize);
-  const auto& model = materialized.model;
+  const models::MaterializedModel materialized = architecture.materialize(
+      options.checkpoint_dir, served.quantization, served.materialize_options());
+  // This bench drives the Conformer encoder's own forward.
+  const auto* model = dynamic_cast<const models::U2ppModel*>(materialized.model.get());
+  OASR_CHECK(model != nullptr, kUnsupported, "oasr bench encoder: ", options.checkpoint_dir,
+             " is a ", architecture.display_name,
+             " model; this bench times the U2++ Conformer encoder (oasr bench whisper times "
+             "Whisper)");
   const std::string quantization = scheme_label(options, materialized.spec);
   std::mt19937 generator(kInputSeed);
   std::map<int64_t, double> oasr_median_ms;

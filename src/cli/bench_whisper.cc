@@ -17,10 +17,10 @@
 #include "cli/engine_options.h"
 #include "core/error.h"
 #include "engine/asr_engine.h"
-#include "engine/manifest.h"
-#include "engine/text_normalizer.h"
-#include "engine/wer.h"
-#include "engine/whisper_recognizer.h"
+#include "eval/text_normalizer.h"
+#include "eval/wer.h"
+#include "io/manifest.h"
+#include "models/whisper/whisper_recognizer.h"
 #include "ops/cpu_threads.h"
 
 namespace oasr::cli {
@@ -44,22 +44,22 @@ CLI::App* g_app = nullptr;
 std::shared_ptr<BenchWhisperOptions> g_options;
 
 struct Utterance {
-  engine::ManifestEntry entry;
+  io::ManifestEntry entry;
   std::vector<float> samples;
 };
 
-engine::EditCounts score(const std::vector<Utterance>& utterances,
-                         const std::vector<std::string>& hypotheses) {
-  engine::EvalResult result;
-  result.unit = engine::ErrorRateUnit::kWord;
+eval::EditCounts score(const std::vector<Utterance>& utterances,
+                       const std::vector<std::string>& hypotheses) {
+  eval::EvalResult result;
+  result.unit = eval::ErrorRateUnit::kWord;
   for (size_t i = 0; i < utterances.size(); ++i) {
-    result.add(utterances[i].entry.id, engine::normalize_english(*utterances[i].entry.text),
-               engine::normalize_english(hypotheses[i]));
+    result.add(utterances[i].entry.id, eval::normalize_english(*utterances[i].entry.text),
+               eval::normalize_english(hypotheses[i]));
   }
   return result.totals;
 }
 
-void put_counts(nlohmann::ordered_json& line, const engine::EditCounts& counts) {
+void put_counts(nlohmann::ordered_json& line, const eval::EditCounts& counts) {
   line["wer"] = round3(100.0 * counts.error_rate());
   line["errors"] = counts.errors();
   line["words"] = counts.reference_length;
@@ -130,7 +130,7 @@ void run_bench_whisper(const BenchWhisperOptions& options) {
              kInvalidArgument, "bench whisper: ", config.ckpt_dir.string(), " is a ",
              asr.architecture().display_name,
              " checkpoint, not a Whisper one (use `oasr bench encoder` for U2++)");
-  auto entries = engine::read_manifest(options.manifest, {});
+  auto entries = io::read_manifest(options.manifest, {});
   if (static_cast<int64_t>(entries.size()) > options.utterances) {
     entries.resize(static_cast<size_t>(options.utterances));
   }

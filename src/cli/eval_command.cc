@@ -12,10 +12,10 @@
 #include "cli/command.h"
 #include "cli/engine_options.h"
 #include "core/error.h"
-#include "engine/manifest.h"
-#include "engine/progress.h"
-#include "engine/text_normalizer.h"
-#include "engine/wer.h"
+#include "core/progress.h"
+#include "eval/text_normalizer.h"
+#include "eval/wer.h"
+#include "io/manifest.h"
 
 namespace oasr::cli {
 
@@ -33,27 +33,27 @@ struct EvalOptions {
 void run_eval(const EvalOptions& options) {
   OASR_CHECK(options.output_format == "text" || options.output_format == "json", kInvalidArgument,
              "unknown --output-format '", options.output_format, "'; use text or json");
-  const engine::ErrorRateUnit unit = engine::parse_error_rate_unit(options.metric);
-  engine::ManifestOptions manifest_options;
+  const eval::ErrorRateUnit unit = eval::parse_error_rate_unit(options.metric);
+  io::ManifestOptions manifest_options;
   manifest_options.audio_root = options.audio_root;
-  const auto entries = engine::read_manifest(options.manifest, manifest_options);
+  const auto entries = io::read_manifest(options.manifest, manifest_options);
   // Normalized once; a corpus without one reference word (or character) has
   // no error rate: refused before decoding, not printed as errors / 0.
   std::vector<std::string> references;
-  for (const auto& entry : entries) references.push_back(engine::normalize_english(*entry.text));
+  for (const auto& entry : entries) references.push_back(eval::normalize_english(*entry.text));
   const bool any_reference = std::any_of(references.begin(), references.end(),
                                          [](const std::string& r) { return !r.empty(); });
   OASR_CHECK(any_reference, kInvalidArgument, "manifest ", options.manifest,
              ": every \"text\" is empty after normalization (0 reference ",
-             unit == engine::ErrorRateUnit::kWord ? "words" : "characters", "), so the ",
-             unit == engine::ErrorRateUnit::kWord ? "word" : "character",
+             unit == eval::ErrorRateUnit::kWord ? "words" : "characters", "), so the ",
+             unit == eval::ErrorRateUnit::kWord ? "word" : "character",
              " error rate is undefined; give the entries their reference transcripts");
   engine::ASREngine asr(options.engine.to_config());
 
-  engine::EvalResult result;
+  eval::EvalResult result;
   result.unit = unit;
   if (options.per_utterance || options.output_format == "json") result.per_utterance.emplace();
-  engine::ProgressBar progress(static_cast<int64_t>(entries.size()), "eval");
+  ProgressBar progress(static_cast<int64_t>(entries.size()), "eval");
   // Decode in groups of the engine's batch size so batching pays off while
   // the progress bar still moves.
   const size_t group = static_cast<size_t>(std::max<int64_t>(1, asr.config().max_batch_size));
@@ -64,7 +64,7 @@ void run_eval(const EvalOptions& options) {
     const auto transcripts = asr.transcribe_files(paths);
     for (size_t i = start; i < end; ++i) {
       result.add(entries[i].id, references[i],
-                 engine::normalize_english(transcripts[i - start].text));
+                 eval::normalize_english(transcripts[i - start].text));
     }
     progress.advance(static_cast<int64_t>(end - start));
   }
@@ -76,9 +76,9 @@ void run_eval(const EvalOptions& options) {
     return;
   }
   const auto& t = result.totals;
-  std::cout << std::fixed << std::setprecision(2) << engine::error_rate_unit_name(unit) << " "
+  std::cout << std::fixed << std::setprecision(2) << eval::error_rate_unit_name(unit) << " "
             << 100.0 * t.error_rate() << "% (" << t.errors() << " errors / " << t.reference_length
-            << " reference " << (unit == engine::ErrorRateUnit::kWord ? "words" : "characters")
+            << " reference " << (unit == eval::ErrorRateUnit::kWord ? "words" : "characters")
             << ")  substitutions " << t.substitutions << "  deletions " << t.deletions
             << "  insertions " << t.insertions << "  utterances " << result.utterances << "\n";
   if (options.per_utterance && result.per_utterance) {

@@ -18,6 +18,7 @@
 #include "cli/command.h"
 #include "cli/engine_options.h"
 #include "core/error.h"
+#include "io/json_file.h"
 #include "io/safetensors.h"
 #include "models/architecture.h"
 #include "quant/apply.h"
@@ -99,17 +100,7 @@ std::string pad(const std::string& text, size_t width) {
 // The config's schema is not fixed yet: only its being a JSON object is
 // required; the keys shown are read when present.
 nlohmann::json load_config(const fs::path& file) {
-  std::ifstream in(file, std::ios::binary);
-  OASR_CHECK(in.good(), kIo, file.string(), ": cannot open the file for reading");
-  std::ostringstream text;
-  text << in.rdbuf();
-  OASR_CHECK(!in.bad(), kIo, file.string(), ": reading the file failed");
-  nlohmann::json config;
-  try {
-    config = nlohmann::json::parse(text.str());
-  } catch (const nlohmann::json::exception& e) {
-    OASR_THROW(kCorruptFile, file.string(), ": not valid JSON (", e.what(), ")");
-  }
+  const nlohmann::json config = io::read_json_file(file);
   OASR_CHECK(config.is_object(), kCorruptFile, file.string(),
              ": expected a JSON object with format_version, architecture, ..., got a JSON ",
              config.type_name());

@@ -5,16 +5,12 @@
 #include "audio/audio_file.h"
 #include "core/logging.h"
 #include "layers/quantizable.h"
-#include "models/native_checkpoint.h"
 #include "ops/cpu_threads.h"
 
 namespace oasr::engine {
 
 ASREngine::ASREngine(const EngineConfig& config) : config_(config) {
-  // An in-memory source is a U2++ one.
-  architecture_ = config_.source == nullptr && !config_.ckpt_dir.empty()
-                      ? &models::architecture_for(config_.ckpt_dir)
-                      : models::find_architecture(models::kArchitectureName);
+  architecture_ = &models::architecture_for(config_.ckpt_dir);
   // An architecture without a CUDA path is refused by name before the
   // device checks, so the message says what is missing even where no GPU is
   // present.

@@ -78,6 +78,13 @@ Device EngineConfig::served_device() const {
   return parse_device(device);
 }
 
+models::MaterializeOptions EngineConfig::materialize_options() const {
+  models::MaterializeOptions options;
+  options.device = served_device();
+  options.dtype = served_dtype();
+  return options;
+}
+
 DType EngineConfig::served_dtype() const {
   if (dtype.empty()) return served_device().is_cuda() ? DType::kF16 : DType::kF32;
   const std::optional<DType> parsed = parse_dtype(dtype);

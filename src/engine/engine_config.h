@@ -12,7 +12,8 @@
 
 #include "core/device.h"
 #include "core/dtype.h"
-#include "models/model_source.h"
+#include "layers/module.h"
+#include "models/materialize_options.h"
 #include "quant/spec.h"
 
 namespace oasr::engine {
@@ -78,10 +79,10 @@ struct EngineConfig {
   // {scheme, ignore, module_types, kv_cache}); a quantized checkpoint is
   // served quantized without it (its spec is authoritative).
   quant::QuantizationConfig quantization;
-  // Set: serve this in-memory U2++ source (config, assets and weights)
-  // instead of reading ckpt_dir, which then only names it in messages.
-  // oasr quantize's second calibration pass decodes its smoothed master so.
-  std::shared_ptr<const models::ModelSource> source;
+  // Set: serve these tensors (the checkpoint's state-dict names) in place of
+  // ckpt_dir's weights file; config, vocabulary and the rest still come from
+  // ckpt_dir. oasr quantize's calibration decodes its smoothed master so.
+  std::shared_ptr<const TensorSource> weights;
 
   // Refuses (kUnsupported, saying what to do): cuda in a build without CUDA
   // or on a machine without a GPU, a 16-bit dtype on the CPU.
@@ -89,6 +90,8 @@ struct EngineConfig {
   std::string dump() const;
   Device served_device() const;  // parsed device
   DType served_dtype() const;    // dtype, or the device's default when empty
+  // What every architecture's materialize() is given for this config.
+  models::MaterializeOptions materialize_options() const;
 };
 
 }  // namespace oasr::engine

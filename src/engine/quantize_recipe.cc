@@ -11,14 +11,15 @@
 
 #include "audio/audio_file.h"
 #include "core/error.h"
+#include "core/progress.h"
 #include "engine/asr_engine.h"
-#include "engine/progress.h"
+#include "engine/engine_options.h"
 #include "layers/quantizable.h"
 #include "models/architecture.h"
-#include "models/materialize.h"
-#include "models/native_checkpoint.h"
+#include "models/native_dir.h"
 #include "quant/algorithms/calibrated.h"
 #include "quant/algorithms/smoothquant.h"
+#include "quant/apply.h"
 #include "quant/export.h"
 
 namespace oasr::engine {
@@ -130,26 +131,21 @@ void prune_schemes(quant::QuantizationSpec& spec) {
 struct CalibrationRun {
   const QuantizeRequest& request;
   const CalibrationSelection& selection;
-  bool right_decoder = false;  // a bidirectional decoder: rescoring runs both directions
+  DecodeOverrides decode;  // the architecture's calibration decode
 };
 
-// Decodes each selected utterance alone with an engine on `ckpt_dir`, every
-// quantizable layer handing its input to `recorder`.
-void run_calibration_pass(const CalibrationRun& run,
-                          std::shared_ptr<const models::ModelSource> source,
+// Decodes each selected utterance alone with an engine on the source
+// checkpoint serving `weights`, every quantizable layer handing its input
+// to `recorder`.
+void run_calibration_pass(const CalibrationRun& run, std::shared_ptr<const TensorSource> weights,
                           quant::CalibrationRecorder& recorder, const std::string& label) {
   EngineConfig config;
   config.ckpt_dir = run.request.source;
-  config.source = std::move(source);
+  config.weights = std::move(weights);
   config.device = run.request.calib_device;
   config.dtype = run.request.calib_dtype;
   config.max_batch_size = 1;
-  // The decoder is calibrated by rescoring, the way it decodes.
-  config.decode.method = "attention_rescoring";
-  config.decode.chunk_size = -1;
-  // With reverse_weight 0 the right-to-left decoder never runs, and its
-  // layers would stay uncalibrated: rescore with both directions.
-  if (run.right_decoder) config.decode.reverse_weight = 0.3;
+  config.decode = run.decode;
   ASREngine engine(config);
   engine.set_input_observer(&recorder);
   audio::AudioLoadOptions load;
@@ -162,7 +158,7 @@ void run_calibration_pass(const CalibrationRun& run,
   } else {
     progress.emplace(total, label, stderr, false);
   }
-  for (const ManifestEntry& entry : run.selection.entries) {
+  for (const io::ManifestEntry& entry : run.selection.entries) {
     audio::DecodedAudio decoded;
     try {
       decoded = audio::load_audio(entry.audio, load);
@@ -298,14 +294,14 @@ void QuantizeRequest::validate() const {
 
 CalibrationSelection select_calibration_utterances(const fs::path& manifest,
                                                    const fs::path& audio_root, int64_t count) {
-  ManifestOptions options;
+  io::ManifestOptions options;
   options.audio_root = audio_root;
   options.require_text = false;
-  std::vector<ManifestEntry> entries = read_manifest(manifest, options);
+  std::vector<io::ManifestEntry> entries = io::read_manifest(manifest, options);
   OASR_CHECK(!entries.empty(), kInvalidArgument, manifest.string(),
              ": the calibration manifest lists no utterance");
   std::sort(entries.begin(), entries.end(),
-            [](const ManifestEntry& a, const ManifestEntry& b) { return a.id < b.id; });
+            [](const io::ManifestEntry& a, const io::ManifestEntry& b) { return a.id < b.id; });
   CalibrationSelection out;
   out.manifest_utterances = static_cast<int64_t>(entries.size());
   const int64_t total = out.manifest_utterances;
@@ -337,21 +333,14 @@ QuantizeOutcome quantize_checkpoint(const QuantizeRequest& request) {
   config.validate();
 
   const models::Architecture& architecture = models::architecture_for(request.source);
-  OASR_CHECK(architecture.name == models::kArchitectureName, kUnsupported,
+  OASR_CHECK(architecture.open_for_quantization != nullptr, kUnsupported,
              "oasr quantize: ", request.source.string(), " is a ", architecture.display_name,
-             " model, and the calibrated recipes serve U2++ checkpoints only so far; serve it "
-             "with online --quantization int8_w8a8 or fp8_w8a8 instead");
-  const models::ModelSource source = models::load_checkpoint_dir(request.source);
-  OASR_CHECK(source.quantization.is_null(), kInvalidArgument, request.source.string(),
-             " is already quantized (format_version 2); quantize its full-precision original");
-
-  // The fp32 master on the host: folds, scales and weight quantization apply here.
-  models::MaterializeOptions master_options;
-  master_options.dtype = DType::kF32;
-  master_options.bind = false;
-  models::MaterializedU2pp master = models::materialize_u2pp_model(source, {}, master_options);
-  Module& model = *master.model;
-  const quant::QuantLayout layout = models::u2pp_quantization_layout(source.config.model);
+             " model, and oasr quantize writes no ", architecture.display_name,
+             " checkpoint yet; serve it with online --quantization int8_w8a8 or fp8_w8a8 instead");
+  const std::unique_ptr<models::QuantizableCheckpoint> checkpoint =
+      architecture.open_for_quantization(request.source);
+  Module& model = checkpoint->master();
+  const quant::QuantLayout& layout = checkpoint->layout();
 
   quant::SpecOptions spec_options;
   spec_options.online = false;
@@ -406,17 +395,15 @@ QuantizeOutcome quantize_checkpoint(const QuantizeRequest& request) {
     selection =
         select_calibration_utterances(request.calib_manifest, request.audio_root,
                                       request.calib_utterances.value_or(kDefaultCalibUtterances));
-    const models::U2ppDecoderConfig& decoder = source.config.model.decoder;
-    const CalibrationRun run{
-        request, selection,
-        decoder.type == models::U2ppDecoderType::kBiTransformer && decoder.r_num_blocks > 0};
+    const CalibrationRun run{request, selection,
+                             decode_overrides_from_options(checkpoint->calibration_decode())};
     // Convolution inputs precede every fold; without smoothing the GEMM
     // chains' inputs are final after pass 1 too.
     for (const std::string& path : conv_layers) pass1.track_histogram(path);
     if (!second_pass) {
       for (const std::string& path : static_gemm_layers) pass1.track_histogram(path);
     }
-    run_calibration_pass(run, std::make_shared<models::ModelSource>(source), pass1,
+    run_calibration_pass(run, checkpoint->weights(), pass1,
                          second_pass ? "calibrate 1/2" : "calibrate");
     stats = &pass1;
     if (recipe.smoothquant) {
@@ -433,12 +420,11 @@ QuantizeOutcome quantize_checkpoint(const QuantizeRequest& request) {
     if (second_pass) {
       // Pass 2 decodes with the smoothed master, each static consumer's
       // histogram taken after its runtime smoother: the input it will see.
-      auto smoothed = std::make_shared<models::ModelSource>(source);
       std::vector<std::pair<std::string, Tensor>> weights;
       for (auto& [name, slot] : model.named_parameters()) {
         if (slot->value.defined()) weights.emplace_back(name, slot->value);
       }
-      smoothed->weights = std::make_shared<models::OrderedTensorSource>(std::move(weights));
+      auto smoothed = std::make_shared<OrderedTensorSource>(std::move(weights));
       for (const std::string& path : static_gemm_layers) {
         const auto inverse = tensors.smooth_inv.find(path);
         pass2.track_histogram(
@@ -460,17 +446,15 @@ QuantizeOutcome quantize_checkpoint(const QuantizeRequest& request) {
   spec.producer["tool"] = "oasr quantize";
   spec.producer["recipe"] = request.recipe;
   spec.producer["algorithms"] = algorithms;
-  spec.producer["source"] = {{"format", models::to_string(source.format)},
-                             {"checkpoint", source.weights_path.filename().string()}};
+  spec.producer["source"] = checkpoint->provenance();
   if (calibrates) {
-    spec.producer["calibration"] = {
-        {"manifest", request.calib_manifest.filename().string()},
-        {"manifest_sha256", selection.manifest_sha256},
-        {"selection", selection.rule},
-        {"utterances", selection.entries.size()},
-        {"dtype", request.calib_dtype},
-        {"device", request.calib_device},
-        {"decode", "attention_rescoring, offline, one unpadded utterance at a time"}};
+    spec.producer["calibration"] = {{"manifest", request.calib_manifest.filename().string()},
+                                    {"manifest_sha256", selection.manifest_sha256},
+                                    {"selection", selection.rule},
+                                    {"utterances", selection.entries.size()},
+                                    {"dtype", request.calib_dtype},
+                                    {"device", request.calib_device},
+                                    {"decode", checkpoint->calibration_decode_description()}};
   }
   if (recipe.smoothquant) spec.producer["alpha"] = alpha;
   if (!static_gemm_layers.empty())
@@ -497,15 +481,12 @@ QuantizeOutcome quantize_checkpoint(const QuantizeRequest& request) {
   }
   report["skipped"] = std::move(skipped);
 
-  models::ModelSource written = source;
-  written.weights = std::make_shared<models::OrderedTensorSource>(
-      quant::quantized_state_dict(model, spec, *source.weights, smoothing.rewritten));
-  written.quantization = nlohmann::json::parse(spec.to_json().dump());
-  written.notes.push_back("quantized by oasr quantize --recipe " + request.recipe);
-  models::NativeWriteOptions write;
-  write.force = request.force;
-  write.extra_files.emplace_back(kReportName, report.dump(2) + "\n");
-  models::save_native_checkpoint(written, request.destination, write);
+  checkpoint->write_quantized(std::make_shared<OrderedTensorSource>(quant::quantized_state_dict(
+                                  model, spec, *checkpoint->weights(), smoothing.rewritten)),
+                              nlohmann::json::parse(spec.to_json().dump()),
+                              "quantized by oasr quantize --recipe " + request.recipe,
+                              request.destination, request.force,
+                              {{kReportName, report.dump(2) + "\n"}});
 
   QuantizeOutcome outcome;
   outcome.spec = std::move(spec);

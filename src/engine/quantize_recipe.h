@@ -12,9 +12,10 @@
 //
 // Calibration decodes a sorted, evenly strided selection of the manifest one
 // unpadded utterance at a time through the checkpoint's own frontend, with
-// attention rescoring, so the encoder and the rescoring decoder both see the
-// inputs they see when decoding. Pass 1 records every quantizable layer's
-// per-channel input maxima (and the convolutions' histograms); SmoothQuant
+// the decode its architecture names (models/architecture.h,
+// QuantizableCheckpoint::calibration_decode; U2++: attention rescoring), so
+// the encoder and the decoder both see the inputs they see when decoding. Pass 1 records every
+// quantizable layer's per-channel input maxima (and the convolutions' histograms); SmoothQuant
 // folds its scales into the fp32 master; pass 2 (fused recipes) decodes
 // again with the smoothed model and records each static consumer's input
 // after its runtime smoother. The checkpoint and quantization_report.json
@@ -30,7 +31,7 @@
 #include <string>
 #include <vector>
 
-#include "engine/manifest.h"
+#include "io/manifest.h"
 #include "quant/spec.h"
 
 namespace oasr::engine {
@@ -69,7 +70,7 @@ struct QuantizeRequest {
 };
 
 struct CalibrationSelection {
-  std::vector<ManifestEntry> entries;  // the chosen utterances, in selection order
+  std::vector<io::ManifestEntry> entries;  // the chosen utterances, in selection order
   int64_t manifest_utterances = 0;
   std::string rule;             // "sorted by id, evenly strided: 64 of 64"
   std::string manifest_sha256;  // of the manifest file's bytes

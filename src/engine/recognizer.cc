@@ -4,11 +4,11 @@
 #include <utility>
 
 #include "core/error.h"
-#include "engine/u2pp_recognizer.h"
-#include "engine/whisper_recognizer.h"
 #include "models/architecture.h"
-#include "models/native_checkpoint.h"
-#include "models/whisper_convert.h"
+#include "models/u2pp/native_checkpoint.h"
+#include "models/u2pp/u2pp_recognizer.h"
+#include "models/whisper/whisper_convert.h"
+#include "models/whisper/whisper_recognizer.h"
 #include "quant/apply.h"
 
 namespace oasr::engine {
@@ -24,8 +24,8 @@ struct RegisteredRecognizer {
 std::deque<RegisteredRecognizer>& registry() {
   static std::deque<RegisteredRecognizer> recognizers = [] {
     std::deque<RegisteredRecognizer> builtins;
-    builtins.push_back(
-        {models::kArchitectureName, u2pp_recognizer_factory(), U2ppRecognizer::decode_methods()});
+    builtins.push_back({models::kU2ppArchitectureName, u2pp_recognizer_factory(),
+                        U2ppRecognizer::decode_methods()});
     builtins.push_back({models::kWhisperArchitectureName, whisper_recognizer_factory(),
                         WhisperRecognizer::decode_methods()});
     return builtins;

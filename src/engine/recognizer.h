@@ -1,6 +1,6 @@
 // The Recognizer seam: what ASREngine asks of an architecture. One
-// implementation per architecture (engine/u2pp_recognizer.h,
-// engine/whisper_recognizer.h), built by the factory registered under the
+// implementation per architecture (models/u2pp/u2pp_recognizer.h,
+// models/whisper/whisper_recognizer.h), built by the factory registered under the
 // architecture's name (models/architecture.h), so the engine, the CLI, the
 // server and the bindings serve every architecture through the same calls
 // (docs/architecture.md, "Recognizers").
@@ -73,7 +73,7 @@ class Recognizer {
 };
 
 // Builds the recognizer of one architecture for `config` (validated; its
-// ckpt_dir holds that architecture, or config.source is set).
+// ckpt_dir holds that architecture).
 using RecognizerFactory = std::function<std::unique_ptr<Recognizer>(const EngineConfig& config)>;
 
 // Adds the factory of `architecture` (a models::Architecture name) and the

@@ -8,6 +8,7 @@
 #include <unordered_map>
 
 #include "core/error.h"
+#include "io/json_file.h"
 #include "io/safetensors.h"
 
 namespace oasr::io {
@@ -20,19 +21,6 @@ constexpr const char* kIndexFileName = "model.safetensors.index.json";
 bool ends_with(const std::string& text, const std::string& suffix) {
   return text.size() >= suffix.size() &&
          text.compare(text.size() - suffix.size(), suffix.size(), suffix) == 0;
-}
-
-nlohmann::json read_json_file(const std::filesystem::path& path) {
-  std::ifstream in(path, std::ios::binary);
-  OASR_CHECK(in.good(), kIo, path.string(), ": cannot open the file for reading");
-  std::ostringstream text;
-  text << in.rdbuf();
-  OASR_CHECK(!in.bad(), kIo, path.string(), ": reading the file failed");
-  try {
-    return nlohmann::json::parse(text.str());
-  } catch (const nlohmann::json::exception& e) {
-    OASR_THROW(kCorruptFile, path.string(), ": not valid JSON (", e.what(), ")");
-  }
 }
 
 // weight_map of an index file: tensor name -> shard file name, both strings.

@@ -55,6 +55,23 @@ class MapTensorSource final : public TensorSource {
   std::map<std::string, Tensor> tensors_;
 };
 
+// Tensors in memory, served in the order they were given (a state dict's
+// order), with an index for lookups.
+class OrderedTensorSource final : public TensorSource {
+ public:
+  explicit OrderedTensorSource(std::vector<std::pair<std::string, Tensor>> tensors);
+  std::vector<std::string> names() const override;
+  bool contains(const std::string& name) const override { return index_.count(name) > 0; }
+  DType dtype(const std::string& name) const override { return at(name).dtype(); }
+  Shape shape(const std::string& name) const override { return at(name).shape(); }
+  Tensor get(const std::string& name) const override { return at(name); }
+
+ private:
+  const Tensor& at(const std::string& name) const;
+  std::vector<std::pair<std::string, Tensor>> tensors_;
+  std::map<std::string, size_t> index_;
+};
+
 struct LoadOptions {
   bool strict = true;  // unexpected checkpoint names are errors
   std::string prefix;  // checkpoint names are prefix + module path

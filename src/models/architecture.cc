@@ -28,6 +28,14 @@ void register_architecture(Architecture architecture) {
   OASR_CHECK(find_architecture(architecture.name) == nullptr, kInvalidArgument,
              "register_architecture: an architecture named '", architecture.name,
              "' is already registered");
+  for (const SourceLayout& layout : architecture.source_layouts) {
+    OASR_CHECK(!layout.from.empty() && layout.detect && layout.convert, kInvalidArgument,
+               "register_architecture: '", architecture.name,
+               "': a source layout needs a --from name, detect and convert");
+    OASR_CHECK(find_source_layout(layout.from) == nullptr && layout.from != "auto",
+               kInvalidArgument, "register_architecture: '", architecture.name,
+               "': the source layout '", layout.from, "' is already taken");
+  }
   if (architecture.display_name.empty()) architecture.display_name = architecture.name;
   registry().push_back(std::move(architecture));
 }
@@ -51,6 +59,41 @@ const Architecture& architecture_for(const std::filesystem::path& path) {
     if (&architecture != &fallback && architecture.detect(path)) return architecture;
   }
   return fallback;
+}
+
+const SourceLayout& source_layout_for(const std::filesystem::path& path) {
+  const Architecture& fallback = registry().front();
+  for (const Architecture& architecture : registry()) {
+    if (&architecture == &fallback) continue;
+    for (const SourceLayout& layout : architecture.source_layouts) {
+      if (layout.detect(path)) return layout;
+    }
+  }
+  OASR_CHECK(!fallback.source_layouts.empty(), kInternal, "the ", fallback.display_name,
+             " architecture registers no source layout");
+  for (const SourceLayout& layout : fallback.source_layouts) {
+    if (layout.detect(path)) return layout;
+  }
+  return fallback.source_layouts.back();
+}
+
+const SourceLayout* find_source_layout(std::string_view from) {
+  for (const Architecture& architecture : registry()) {
+    for (const SourceLayout& layout : architecture.source_layouts) {
+      if (layout.from == from) return &layout;
+    }
+  }
+  return nullptr;
+}
+
+std::string source_layout_list() {
+  std::string list;
+  for (const Architecture& architecture : registry()) {
+    for (const SourceLayout& layout : architecture.source_layouts) {
+      list += (list.empty() ? "" : ", ") + layout.from + " (" + layout.description + ")";
+    }
+  }
+  return list;
 }
 
 }  // namespace oasr::models

@@ -6,7 +6,7 @@
 #include <fstream>
 
 #include "cli/cli_test_util.h"
-#include "models/native_checkpoint.h"
+#include "models/u2pp/native_checkpoint.h"
 #include "unit/wenet_test_util.h"
 
 namespace oasr {
@@ -108,6 +108,30 @@ TEST(CliConvert, RefusesOnOneLine) {
                            {"unknown key encoder_conf.input_layer_extra"}));
   EXPECT_FALSE(fs::exists(tmp.path() / "d2"));
   EXPECT_FALSE(fs::exists(tmp.path() / "d3"));
+}
+
+// --from names a layout some architecture registers; a wrong one is refused
+// listing them, and an explicit layout that does not match SRC says which
+// one it is.
+TEST(CliConvert, FromNamesARegisteredLayout) {
+  TempDir tmp;
+  const fs::path wenet = tmp.path() / "exp";
+  testing::write_tiny_wenet_dir(wenet);
+  EXPECT_TRUE(refused_with(
+      run_oasr({"convert", wenet.string(), (tmp.path() / "d1").string(), "--from", "onnx"}),
+      {"--from onnx: expected auto, native (", "wenet (", "ct2 (", "hf ("}));
+  const fs::path native = tmp.path() / "native";
+  ASSERT_EQ(run_oasr({"convert", "--from", "wenet", wenet.string(), native.string()}).exit_code, 0);
+  EXPECT_TRUE(refused_with(
+      run_oasr({"convert", "--from", "wenet", native.string(), (tmp.path() / "d2").string()}),
+      {"--from wenet:", "is an oasr native directory", "use --from native"}));
+  EXPECT_TRUE(refused_with(
+      run_oasr({"convert", "--from", "native", wenet.string(), (tmp.path() / "d3").string()}),
+      {"--from native:", "has no oasr_config.json"}));
+  const auto again =
+      run_oasr({"convert", "--from", "native", native.string(), (tmp.path() / "d4").string()});
+  EXPECT_EQ(again.exit_code, 0) << again.err;
+  for (const char* name : {"d1", "d2", "d3"}) EXPECT_FALSE(fs::exists(tmp.path() / name)) << name;
 }
 
 }  // namespace

@@ -1,4 +1,4 @@
-"""Oracle for oasr's WER/CER alignment counts (src/engine/wer.h).
+"""Oracle for oasr's WER/CER alignment counts (src/eval/wer.h).
 
 Writes random and adversarial reference/hypothesis pairs with expected counts
 to OUT/cases.safetensors. Two independent sources:

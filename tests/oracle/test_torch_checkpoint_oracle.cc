@@ -10,7 +10,7 @@
 #include "core/error.h"
 #include "io/safetensors.h"
 #include "io/torch_checkpoint.h"
-#include "models/native_checkpoint.h"
+#include "models/u2pp/native_checkpoint.h"
 #include "support/test_support.h"
 
 namespace oasr {

@@ -27,8 +27,8 @@
 #include "decode/attention_rescoring.h"
 #include "io/safetensors.h"
 #include "io/torch_checkpoint.h"
-#include "models/u2pp_model.h"
-#include "models/u2pp_streaming.h"
+#include "models/u2pp/u2pp_model.h"
+#include "models/u2pp/u2pp_streaming.h"
 #include "support/test_support.h"
 
 namespace oasr {

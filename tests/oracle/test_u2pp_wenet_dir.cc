@@ -30,8 +30,8 @@
 
 #include "decode/attention_rescoring.h"
 #include "io/safetensors.h"
-#include "models/u2pp_model.h"
-#include "models/wenet_dir.h"
+#include "models/u2pp/u2pp_model.h"
+#include "models/u2pp/wenet_dir.h"
 #include "support/test_support.h"
 
 namespace oasr {

@@ -6,11 +6,11 @@
 
 #include <nlohmann/json.hpp>
 
-#include "engine/wer.h"
+#include "eval/wer.h"
 #include "io/safetensors.h"
 #include "support/test_support.h"
 
-namespace oasr::engine {
+namespace oasr::eval {
 namespace {
 
 TEST(WerOracle, MatchesJiwerTotalsAndReferenceSplit) {
@@ -43,4 +43,4 @@ TEST(WerOracle, MatchesJiwerTotalsAndReferenceSplit) {
 }
 
 }  // namespace
-}  // namespace oasr::engine
+}  // namespace oasr::eval

@@ -9,8 +9,8 @@
 #include <vector>
 
 #include "engine/asr_engine.h"
-#include "engine/u2pp_recognizer.h"
-#include "models/native_checkpoint.h"
+#include "models/u2pp/native_checkpoint.h"
+#include "models/u2pp/u2pp_recognizer.h"
 
 namespace oasr::testing {
 
@@ -29,7 +29,7 @@ inline std::filesystem::path write_quantized_checkpoint(const engine::ASREngine&
     if (slot->value.defined()) tensors.emplace_back(name, slot->value);
   }
   models::ModelSource source = models::load_checkpoint_dir(source_dir);
-  source.weights = std::make_shared<models::OrderedTensorSource>(std::move(tensors));
+  source.weights = std::make_shared<OrderedTensorSource>(std::move(tensors));
   quant::QuantizationSpec spec = engine.quantization_spec();
   spec.online = false;
   spec.producer["recipe"] = "int8_w8a8_rtn";

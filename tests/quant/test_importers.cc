@@ -355,7 +355,7 @@ TEST_F(ImporterTest, MalformedJsonIsRefusedNamingTheFile) {
     FAIL() << "accepted malformed JSON";
   } catch (const Error& e) {
     EXPECT_EQ(e.code(), ErrorCode::kCorruptFile);
-    EXPECT_NE(std::string(e.what()).find("config.json: malformed JSON"), std::string::npos);
+    EXPECT_NE(std::string(e.what()).find("config.json: not valid JSON"), std::string::npos);
   }
 }
 

@@ -23,8 +23,8 @@
 #include "engine/quantize_recipe.h"
 #include "io/safetensors.h"
 #include "layers/quantizable.h"
-#include "models/materialize.h"
-#include "models/native_checkpoint.h"
+#include "models/u2pp/materialize.h"
+#include "models/u2pp/native_checkpoint.h"
 #include "quant/algorithms/smoothquant.h"
 #include "quant/calibration/observers.h"
 

@@ -9,7 +9,9 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <atomic>
 #include <cmath>
+#include <cstring>
 #include <fstream>
 #include <random>
 
@@ -20,6 +22,7 @@
 #include "layers/linear.h"
 #include "models/architecture.h"
 #include "quant/apply.h"
+#include "quant/lanes/scaled_mm_lane.h"
 #include "support/test_support.h"
 
 namespace oasr {
@@ -28,6 +31,9 @@ namespace {
 namespace fs = std::filesystem;
 constexpr const char* kExtraName = "registry_test_ctc_linear";
 constexpr const char* kNoRecognizerName = "registry_test_no_recognizer";
+constexpr const char* kExtraLayout = "registry_test_layout";
+// The extra architecture's upstream layout: a directory holding this file.
+constexpr const char* kExtraLayoutMarker = "ctc_linear_upstream.txt";
 
 // The extra architecture: one Linear 64 -> 16, weights from a fixed seed.
 class CtcLinearModel final : public Module {
@@ -70,6 +76,7 @@ models::MaterializedModel materialize_extra(const fs::path&,
   model->to(options.device);
   quant::BindOptions bind;
   bind.device = options.device;
+  bind.backend = options.scaled_mm_backend;
   quant::bind_quantization(*model, bind);
   out.model = std::move(model);
   return out;
@@ -80,11 +87,8 @@ models::MaterializedModel materialize_extra(const fs::path&,
 class CtcLinearRecognizer final : public engine::Recognizer {
  public:
   explicit CtcLinearRecognizer(const engine::EngineConfig& config) {
-    models::MaterializeOptions options;
-    options.device = config.served_device();
-    options.dtype = config.served_dtype();
     models::MaterializedModel built =
-        materialize_extra(config.ckpt_dir, config.quantization, options);
+        materialize_extra(config.ckpt_dir, config.quantization, config.materialize_options());
     spec_ = std::move(built.spec);
     model_.reset(static_cast<CtcLinearModel*>(built.model.release()));
   }
@@ -143,6 +147,17 @@ void register_extra_once() {
   extra.detect = [](const fs::path& path) { return names(path, kExtraName); };
   extra.materialize = materialize_extra;
   extra.quantization_layout = [](const Module&) { return quant::QuantLayout{}; };
+  models::SourceLayout upstream;
+  upstream.from = kExtraLayout;
+  upstream.description = "a CTC linear upstream directory (test)";
+  upstream.detect = [](const fs::path& path) { return fs::exists(path / kExtraLayoutMarker); };
+  upstream.convert = [](const models::ConvertRequest& request) {
+    fs::create_directories(request.destination);
+    std::ofstream(request.destination / "oasr_config.json")
+        << R"({"format_version": 1, "architecture": ")" << kExtraName << R"("})";
+    return "wrote " + request.destination.string() + "\n";
+  };
+  extra.source_layouts = {upstream};
   models::register_architecture(std::move(extra));
   engine::register_recognizer(kExtraName,
                               [](const engine::EngineConfig& config) {
@@ -154,6 +169,7 @@ void register_extra_once() {
   bare.name = kNoRecognizerName;
   bare.display_name = "bare (test)";
   bare.detect = [](const fs::path& path) { return names(path, kNoRecognizerName); };
+  bare.source_layouts.clear();
   models::register_architecture(std::move(bare));
 }
 
@@ -256,6 +272,114 @@ TEST(ArchitectureRegistry, AnExtraArchitecturePlugsInFromTheTestAlone) {
   }
   EXPECT_GT(max_diff, 0.0);
   EXPECT_LT(max_diff, 0.05 * max_abs);
+}
+
+// oasr convert's layouts come from the registry: --from auto takes the
+// first layout that detects the source (U2++'s WeNet reader takes the
+// rest), and the extra architecture's own layout converts into a directory
+// the registry then finds as that architecture.
+TEST(ArchitectureRegistry, ConvertLayoutsComeFromTheRegistry) {
+  register_extra_once();
+  EXPECT_EQ(models::source_layout_for(kBundledModel).from, "native");
+  const testing::TempDir hf;
+  std::ofstream(hf.path() / "config.json") << R"({"model_type": "whisper"})";
+  EXPECT_EQ(models::source_layout_for(hf.path()).from, "hf");
+  const testing::TempDir ct2;  // a model.bin no WeNet or oasr file explains
+  std::ofstream(ct2.path() / "model.bin") << "not a header";
+  EXPECT_EQ(models::source_layout_for(ct2.path()).from, "ct2");
+  const testing::TempDir wenet;
+  std::ofstream(wenet.path() / "train.yaml") << "encoder: conformer\n";
+  std::ofstream(wenet.path() / "model.bin") << "x";  // train.yaml wins: WeNet
+  EXPECT_EQ(models::source_layout_for(wenet.path()).from, "wenet");
+  EXPECT_EQ(models::source_layout_for("/nonexistent-ckpt-dir").from, "wenet");
+
+  const testing::TempDir upstream;
+  std::ofstream(upstream.path() / kExtraLayoutMarker) << "weights";
+  const models::SourceLayout& layout = models::source_layout_for(upstream.path());
+  ASSERT_EQ(layout.from, kExtraLayout);
+  EXPECT_EQ(models::find_source_layout(kExtraLayout), &layout);
+  EXPECT_EQ(models::find_source_layout("onnx"), nullptr);
+  EXPECT_NE(models::source_layout_list().find(std::string(kExtraLayout) +
+                                              " (a CTC linear upstream directory (test))"),
+            std::string::npos)
+      << models::source_layout_list();
+  models::ConvertRequest request;
+  request.source = upstream.path();
+  request.destination = upstream.path() / "native";
+  EXPECT_EQ(layout.convert(request), "wrote " + request.destination.string() + "\n");
+  EXPECT_EQ(models::architecture_for(request.destination).name, kExtraName);
+
+  // A layout name is taken once across architectures.
+  models::Architecture clash = *models::find_architecture(kExtraName);
+  clash.name = "registry_test_clash";
+  clash.source_layouts.front().from = "wenet";
+  try {
+    models::register_architecture(clash);
+    FAIL() << "a second 'wenet' layout was registered";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("the source layout 'wenet' is already taken"),
+              std::string::npos)
+        << e.what();
+  }
+  EXPECT_EQ(models::find_architecture("registry_test_clash"), nullptr);
+}
+
+// A scaled-GEMM lane plugs in from the test alone too: the reference lane's
+// int8 kernels behind a call counter, registered by name, bound when named,
+// named in the report, and the GEMM the layer runs (so its bits are the
+// reference lane's).
+std::atomic<int> counted_int8_gemms{0};
+void counting_scaled_mm_int8(const int8_t* a, const float* a_scale, const int8_t* w,
+                             const float* w_scale, const float* bias, Activation act, int64_t m,
+                             int64_t n, int64_t k, float* out) {
+  ++counted_int8_gemms;
+  quant::find_lane("cpu_reference")
+      ->scaled_mm_int8(a, a_scale, w, w_scale, bias, act, m, n, k, out);
+}
+
+TEST(ArchitectureRegistry, AnExtraGemmLanePlugsInFromTheTestAlone) {
+  register_extra_once();
+  constexpr const char* kLane = "registry_test_counting_int8";
+  if (quant::find_lane(kLane) == nullptr) {
+    const quant::ScaledMMLane& reference = *quant::find_lane("cpu_reference");
+    quant::ScaledMMLane lane;
+    lane.name = kLane;
+    lane.device = DeviceType::kCPU;
+    lane.auto_eligible = false;  // only when named
+    lane.scaled_mm_int8 = counting_scaled_mm_int8;
+    lane.quantize_per_token_int8 = reference.quantize_per_token_int8;
+    lane.quantize_static_int8 = reference.quantize_static_int8;
+    quant::register_lane(lane);
+    EXPECT_THROW(quant::register_lane(lane), Error);  // a name is registered once
+  }
+  const testing::TempDir dir;
+  write_extra_dir(dir.path(), kExtraName);
+  const models::Architecture& found = models::architecture_for(dir.path());
+  quant::QuantizationConfig int8;
+  int8.scheme = "int8_w8a8";
+  models::MaterializeOptions counted_options;
+  counted_options.scaled_mm_backend = kLane;
+  models::MaterializeOptions reference_options;
+  reference_options.scaled_mm_backend = "cpu_reference";
+  const models::MaterializedModel counted = found.materialize(dir.path(), int8, counted_options);
+  const models::MaterializedModel reference =
+      found.materialize(dir.path(), int8, reference_options);
+  EXPECT_EQ(quant::quantization_info(*counted.model, counted.spec).layers.at(0).lane, kLane);
+
+  std::vector<float> x(5 * 64);
+  for (size_t i = 0; i < x.size(); ++i) x[i] = std::cos(0.21f * static_cast<float>(i));
+  const Tensor input = Tensor::from_vector(x, {5, 64});
+  const int before = counted_int8_gemms.load();
+  const Tensor y = static_cast<const CtcLinearModel&>(*counted.model).forward(input);
+  EXPECT_GT(counted_int8_gemms.load(), before);
+  const Tensor y_reference = static_cast<const CtcLinearModel&>(*reference.model).forward(input);
+  ASSERT_EQ(y.numel(), y_reference.numel());
+  EXPECT_EQ(std::memcmp(y.data<float>(), y_reference.data<float>(), sizeof(float) * y.numel()), 0);
+
+  // The fp8 format is not served by the lane: naming it for fp8 is refused.
+  quant::QuantizationConfig fp8;
+  fp8.scheme = "fp8_w8a8";
+  EXPECT_THROW(found.materialize(dir.path(), fp8, counted_options), Error);
 }
 
 // ASREngine serves the extra architecture through its recognizer alone:

@@ -8,13 +8,13 @@
 #include <string>
 
 #include "core/error.h"
-#include "engine/manifest.h"
-#include "engine/progress.h"
-#include "engine/text_normalizer.h"
-#include "engine/wer.h"
+#include "core/progress.h"
+#include "eval/text_normalizer.h"
+#include "eval/wer.h"
+#include "io/manifest.h"
 #include "support/test_support.h"
 
-namespace oasr::engine {
+namespace oasr::eval {
 namespace {
 
 // ---------------------------------------------------------------- normalizer
@@ -188,7 +188,7 @@ TEST(Manifest, ParsesAndResolvesAudio) {
       "{\"id\": \"u1\", \"audio\": \"wav/a.wav\", \"text\": \"Hello\", \"duration\": 1.5}\n"
       "\n   \n"
       "{\"id\": \"u2\", \"audio\": \"/abs/b.flac\", \"text\": \"\"}\r\n";
-  const auto entries = parse_manifest(text, "m.jsonl", "/data/set");
+  const auto entries = io::parse_manifest(text, "m.jsonl", "/data/set");
   ASSERT_EQ(entries.size(), 2u);
   EXPECT_EQ(entries[0].id, "u1");
   EXPECT_EQ(entries[0].audio, std::filesystem::path("/data/set/wav/a.wav"));
@@ -198,24 +198,25 @@ TEST(Manifest, ParsesAndResolvesAudio) {
   EXPECT_EQ(entries[1].text, "");
   EXPECT_EQ(entries[1].line, 4);
 
-  ManifestOptions options;
+  io::ManifestOptions options;
   options.audio_root = "/other";
-  EXPECT_EQ(parse_manifest(text, "m", "/data/set", options)[0].audio,
+  EXPECT_EQ(io::parse_manifest(text, "m", "/data/set", options)[0].audio,
             std::filesystem::path("/other/wav/a.wav"));
 }
 
 TEST(Manifest, TextOptionalWhenNotRequired) {
-  ManifestOptions options;
+  io::ManifestOptions options;
   options.require_text = false;
-  const auto entries = parse_manifest("{\"id\": \"c\", \"audio\": \"c.wav\"}", "m", "/r", options);
+  const auto entries =
+      io::parse_manifest("{\"id\": \"c\", \"audio\": \"c.wav\"}", "m", "/r", options);
   ASSERT_EQ(entries.size(), 1u);
   EXPECT_FALSE(entries[0].text.has_value());
-  EXPECT_THROW(parse_manifest("{\"id\": \"c\", \"audio\": \"c.wav\"}", "m", "/r"), Error);
+  EXPECT_THROW(io::parse_manifest("{\"id\": \"c\", \"audio\": \"c.wav\"}", "m", "/r"), Error);
 }
 
 std::string manifest_error(const std::string& text) {
   try {
-    parse_manifest(text, "bad.jsonl", "/r");
+    io::parse_manifest(text, "bad.jsonl", "/r");
   } catch (const Error& error) {
     EXPECT_EQ(error.code(), ErrorCode::kInvalidArgument);
     return error.what();
@@ -260,9 +261,9 @@ TEST(Manifest, CapsTheListedProblems) {
 }
 
 TEST(Manifest, EmptyAndMissingFiles) {
-  EXPECT_THROW(parse_manifest("\n\n", "empty", "/r"), Error);
+  EXPECT_THROW(io::parse_manifest("\n\n", "empty", "/r"), Error);
   try {
-    read_manifest("/nonexistent/dir/m.jsonl");
+    io::read_manifest("/nonexistent/dir/m.jsonl");
     ADD_FAILURE() << "no error";
   } catch (const Error& error) {
     EXPECT_EQ(error.code(), ErrorCode::kNotFound);
@@ -274,7 +275,7 @@ TEST(Manifest, ReadFileDefaultsRootToItsFolder) {
   const auto path = dir.path() / "set" / "m.jsonl";
   std::filesystem::create_directories(path.parent_path());
   std::ofstream(path) << "{\"id\": \"u\", \"audio\": \"x/u.wav\", \"text\": \"t\"}\n";
-  const auto entries = read_manifest(path);
+  const auto entries = io::read_manifest(path);
   ASSERT_EQ(entries.size(), 1u);
   EXPECT_EQ(entries[0].audio, dir.path() / "set" / "x" / "u.wav");
 }
@@ -316,4 +317,4 @@ TEST(Progress, DrawsRateEtaAndEndsWithNewline) {
 }
 
 }  // namespace
-}  // namespace oasr::engine
+}  // namespace oasr::eval

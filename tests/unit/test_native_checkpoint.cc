@@ -1,4 +1,4 @@
-// The native checkpoint v1 (models/native_checkpoint.h): WeNet directory ->
+// The native checkpoint v1 (models/u2pp/native_checkpoint.h): WeNet directory ->
 // native directory -> the same model, bit for bit; the atomic writer's
 // overwrite rules; the reader's refusals; the one entry point's dispatch.
 #include <gtest/gtest.h>
@@ -10,8 +10,8 @@
 #include <tuple>
 
 #include "core/error.h"
-#include "models/native_checkpoint.h"
-#include "models/wenet_dir.h"
+#include "models/u2pp/native_checkpoint.h"
+#include "models/u2pp/wenet_dir.h"
 #include "support/test_support.h"
 #include "unit/wenet_test_util.h"
 
@@ -223,7 +223,7 @@ TEST(NativeCheckpoint, RefusesConfigsItCannotServe) {
   }
   testing::write_text_file(dir / "oasr_config.json", "{\"format_version\": ");
   EXPECT_TRUE(throws([&] { models::load_checkpoint_dir(dir); }, ErrorCode::kCorruptFile,
-                     {"malformed JSON"}));
+                     {"oasr_config.json: not valid JSON"}));
 }
 
 TEST(NativeCheckpoint, TheEntryPointNamesWhatItExpected) {

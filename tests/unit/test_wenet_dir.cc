@@ -1,4 +1,4 @@
-// WeNet experiment directories (models/wenet_config.h, models/wenet_dir.h):
+// WeNet experiment directories (models/u2pp/wenet_config.h, models/u2pp/wenet_dir.h):
 // train.yaml parsing with WeNet's defaults and refusals by name, which files
 // are chosen and how recorded paths resolve, the symbol table, and CMVN
 // computed as WeNet's load_cmvn computes it.
@@ -9,7 +9,7 @@
 #include <tuple>
 
 #include "core/error.h"
-#include "models/wenet_dir.h"
+#include "models/u2pp/wenet_dir.h"
 #include "support/test_support.h"
 #include "unit/wenet_test_util.h"
 

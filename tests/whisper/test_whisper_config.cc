@@ -1,5 +1,5 @@
 // WhisperConfig::from_hf_json and the generation-settings lookup
-// (models/whisper_config.h, models/whisper_dir.h) on hand-written documents:
+// (models/whisper/whisper_config.h, models/whisper/whisper_dir.h) on hand-written documents:
 // which field is required, what each refusal names, which fallback fills
 // which field, and the HF documents the converter writes.
 #include <gtest/gtest.h>
@@ -9,8 +9,8 @@
 #include <functional>
 
 #include "core/error.h"
-#include "models/whisper_config.h"
-#include "models/whisper_dir.h"
+#include "models/whisper/whisper_config.h"
+#include "models/whisper/whisper_dir.h"
 
 namespace oasr {
 namespace {

@@ -1,5 +1,5 @@
-// Whisper directories (models/whisper_dir.h) and the CTranslate2 converter
-// (models/whisper_convert.h) against gen_whisper_dirs.py: random-weight
+// Whisper directories (models/whisper/whisper_dir.h) and the CTranslate2 converter
+// (models/whisper/whisper_convert.h) against gen_whisper_dirs.py: random-weight
 // models built by transformers, saved by transformers in each HF layout and
 // written as CTranslate2 directories by the generator's own writer. Every
 // tensor must come back bit-equal to the HF state dict (cast by torch, or
@@ -14,8 +14,8 @@
 
 #include "core/error.h"
 #include "io/safetensors.h"
-#include "models/whisper_convert.h"
-#include "models/whisper_dir.h"
+#include "models/whisper/whisper_convert.h"
+#include "models/whisper/whisper_dir.h"
 #include "support/test_support.h"
 
 namespace oasr {

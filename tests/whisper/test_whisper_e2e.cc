@@ -21,9 +21,9 @@
 #include "cli/cli_test_util.h"
 #include "core/error.h"
 #include "engine/asr_engine.h"
-#include "engine/text_normalizer.h"
-#include "engine/u2pp_recognizer.h"
-#include "engine/wer.h"
+#include "eval/text_normalizer.h"
+#include "eval/wer.h"
+#include "models/u2pp/u2pp_recognizer.h"
 #include "support/test_support.h"
 
 namespace oasr {
@@ -281,12 +281,12 @@ TEST(WhisperE2E, Int8OnlineQuantizationServesAndReports) {
   std::cout << "int8_w8a8: " << info.summary() << "\n";
   const std::vector<std::string> files = files_of(cases, "wav16");
   const auto results = engine.transcribe_files({files.begin(), files.end()});
-  engine::EvalResult wer;
+  eval::EvalResult wer;
   for (size_t i = 0; i < files.size(); ++i) {
     const json& u = cases.at("utterances")[i];
     std::cout << "int8 " << u.at("name").get<std::string>() << ": " << results[i].text << "\n";
-    wer.add(u.at("name"), engine::normalize_english(u.at("greedy").at("text").get<std::string>()),
-            engine::normalize_english(results[i].text));
+    wer.add(u.at("name"), eval::normalize_english(u.at("greedy").at("text").get<std::string>()),
+            eval::normalize_english(results[i].text));
   }
   std::cout << "int8_w8a8 WER against HF fp32 greedy: " << wer.totals.error_rate() << "\n";
   EXPECT_LE(wer.totals.error_rate(), 0.10);

@@ -21,12 +21,12 @@
 #include <string>
 #include <vector>
 
-#include "decode/whisper_model_step.h"
 #include "decode/whisper_search.h"
 #include "io/safetensors.h"
 #include "layers/checkpoint_source.h"
-#include "models/whisper_config.h"
-#include "models/whisper_model.h"
+#include "models/whisper/whisper_config.h"
+#include "models/whisper/whisper_model.h"
+#include "models/whisper/whisper_model_step.h"
 #include "support/test_support.h"
 
 namespace oasr::decode {

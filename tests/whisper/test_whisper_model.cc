@@ -27,8 +27,8 @@
 #include "core/error.h"
 #include "io/safetensors.h"
 #include "layers/checkpoint_source.h"
-#include "models/whisper_materialize.h"
-#include "models/whisper_model.h"
+#include "models/whisper/whisper_materialize.h"
+#include "models/whisper/whisper_model.h"
 #include "quant/apply.h"
 #include "support/test_support.h"
 

@@ -19,8 +19,8 @@
 
 #include <nlohmann/json.hpp>
 
-#include "models/whisper_dir.h"
-#include "models/whisper_materialize.h"
+#include "models/whisper/whisper_dir.h"
+#include "models/whisper/whisper_materialize.h"
 #include "support/test_support.h"
 
 namespace oasr {

@@ -8,7 +8,7 @@
 
 #include <fstream>
 
-#include "models/whisper_dir.h"
+#include "models/whisper/whisper_dir.h"
 #include "whisper/whisper_test_util.h"
 
 namespace oasr {

@@ -7,26 +7,13 @@
 #include <sstream>
 
 #include "core/error.h"
+#include "io/json_file.h"
 
 namespace oasr::quant {
 
 namespace fs = std::filesystem;
 
 namespace {
-
-std::optional<nlohmann::json> read_json_if_present(const fs::path& path) {
-  std::error_code error;
-  if (!fs::is_regular_file(path, error)) return std::nullopt;
-  std::ifstream in(path, std::ios::binary);
-  OASR_CHECK(in.good(), kIo, path.string(), ": cannot open for reading");
-  std::ostringstream text;
-  text << in.rdbuf();
-  try {
-    return nlohmann::json::parse(text.str());
-  } catch (const nlohmann::json::parse_error& e) {
-    OASR_THROW(kCorruptFile, path.string(), ": malformed JSON: ", e.what());
-  }
-}
 
 bool is_kind_name(std::string_view target, LayerKind* kind) {
   for (LayerKind k :
@@ -100,9 +87,9 @@ const QuantScheme* QuantPlan::scheme_for(const std::string& path, LayerKind kind
 ConfigSources ConfigSources::read(const fs::path& dir) {
   ConfigSources sources;
   sources.dir = dir;
-  sources.oasr_config = read_json_if_present(dir / "oasr_config.json");
-  sources.hf_config = read_json_if_present(dir / "config.json");
-  sources.hf_quant_config = read_json_if_present(dir / "hf_quant_config.json");
+  sources.oasr_config = io::read_json_file_if_present(dir / "oasr_config.json");
+  sources.hf_config = io::read_json_file_if_present(dir / "config.json");
+  sources.hf_quant_config = io::read_json_file_if_present(dir / "hf_quant_config.json");
   return sources;
 }
 

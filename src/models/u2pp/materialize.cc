@@ -1,0 +1,164 @@
+#include "models/u2pp/materialize.h"
+
+#include "core/error.h"
+#include "models/u2pp/native_checkpoint.h"
+#include "quant/apply_links.h"
+
+namespace oasr::models {
+
+namespace {
+
+using quant::GemmChain;
+using quant::SmoothFold;
+using quant::SmoothGroup;
+
+// One Conformer block's groups and chains (spec "What is quantized").
+void add_encoder_block(quant::QuantLayout& layout, const U2ppEncoderConfig& c,
+                       const std::string& p) {
+  // A pre-norm's output feeds only its GEMMs, so 1/s goes into its affine;
+  // a post-norm's output is also the residual, so its GEMMs smooth at runtime.
+  const bool pre_norm = c.normalize_before;
+  auto norm_group = [&](const std::string& norm, std::vector<std::string> consumers,
+                        bool fuse_output_quant) {
+    SmoothGroup group;
+    group.fold = pre_norm ? SmoothFold::kNormAffine : SmoothFold::kRuntime;
+    group.producer = pre_norm ? p + norm : "";
+    group.consumers = std::move(consumers);
+    group.fuse_output_quant = pre_norm && fuse_output_quant;
+    layout.smooth_groups.push_back(std::move(group));
+  };
+  auto ffn = [&](const std::string& norm, const std::string& ffn_path) {
+    norm_group(norm, {p + ffn_path + ".w_1"}, true);
+    // swish is not positively homogeneous: w_2 smooths its own input.
+    layout.smooth_groups.push_back({SmoothFold::kRuntime, "", {p + ffn_path + ".w_2"}, false});
+    layout.gemm_chains.push_back({p + ffn_path + ".w_1", p + ffn_path + ".w_2"});
+  };
+  if (c.macaron_style) ffn("norm_ff_macaron", "feed_forward_macaron");
+  norm_group("norm_mha",
+             {p + "self_attn.linear_q", p + "self_attn.linear_k", p + "self_attn.linear_v"}, true);
+  layout.smooth_groups.push_back(
+      {SmoothFold::kVToO, p + "self_attn.linear_v", {p + "self_attn.linear_out"}, false});
+  if (c.use_cnn_module) {
+    // The mask, the causal zero pad and the CNN-cache concatenation commute
+    // with a per-channel scale (the cache holds the scaled norm output), but
+    // they sit between norm_conv and pointwise_conv1, so the norm cannot
+    // emit 8-bit output: pointwise_conv1 quantizes its own input.
+    norm_group("norm_conv", {p + "conv_module.pointwise_conv1"}, false);
+    layout.smooth_groups.push_back(
+        {SmoothFold::kRuntime, "", {p + "conv_module.pointwise_conv2"}, false});
+  }
+  ffn("norm_ff", "feed_forward");
+}
+
+void add_decoder_layer(quant::QuantLayout& layout, const U2ppDecoderConfig& c,
+                       const std::string& p) {
+  const bool pre_norm = c.normalize_before;
+  auto norm_group = [&](const std::string& norm, std::vector<std::string> consumers) {
+    SmoothGroup group;
+    group.fold = pre_norm ? SmoothFold::kNormAffine : SmoothFold::kRuntime;
+    group.producer = pre_norm ? p + norm : "";
+    group.consumers = std::move(consumers);
+    group.fuse_output_quant = pre_norm;
+    layout.smooth_groups.push_back(std::move(group));
+  };
+  norm_group("norm1",
+             {p + "self_attn.linear_q", p + "self_attn.linear_k", p + "self_attn.linear_v"});
+  layout.smooth_groups.push_back(
+      {SmoothFold::kVToO, p + "self_attn.linear_v", {p + "self_attn.linear_out"}, false});
+  norm_group("norm2", {p + "src_attn.linear_q"});
+  // The encoder output also feeds the CTC head, so after_norm cannot absorb 1/s.
+  layout.smooth_groups.push_back(
+      {SmoothFold::kRuntime, "", {p + "src_attn.linear_k", p + "src_attn.linear_v"}, false});
+  layout.smooth_groups.push_back(
+      {SmoothFold::kVToO, p + "src_attn.linear_v", {p + "src_attn.linear_out"}, false});
+  norm_group("norm3", {p + "feed_forward.w_1"});
+  if (c.activation == Activation::kRelu) {
+    layout.smooth_groups.push_back(
+        {SmoothFold::kProducerRows, p + "feed_forward.w_1", {p + "feed_forward.w_2"}, false});
+  } else {
+    layout.smooth_groups.push_back({SmoothFold::kRuntime, "", {p + "feed_forward.w_2"}, false});
+  }
+  layout.gemm_chains.push_back({p + "feed_forward.w_1", p + "feed_forward.w_2"});
+}
+
+}  // namespace
+
+quant::QuantLayout u2pp_quantization_layout(const U2ppConfig& config) {
+  quant::QuantLayout layout;
+  layout.architecture = "U2++ Conformer";
+  layout.keep_full_precision = {
+      {"encoder.embed.out.*",
+       "the subsampling's output Linear (pinned to batch-invariant kernels)"},
+      {"encoder.embed.linear",
+       "the subsampling's output Linear (pinned to batch-invariant kernels)"},
+      {"*.linear_pos", "the relative-position projection (pinned to batch-invariant kernels)"},
+      {"ctc.*", "the CTC head"},
+      {"decoder.*output_layer", "the decoder's output layer"},
+  };
+  layout.has_ar_kv_cache = false;
+  const U2ppEncoderConfig& e = config.encoder;
+  for (int64_t i = 0; i < e.num_blocks; ++i) {
+    add_encoder_block(layout, e, "encoder.encoders." + std::to_string(i) + ".");
+  }
+  const U2ppDecoderConfig& d = config.decoder;
+  if (d.type == U2ppDecoderType::kBiTransformer) {
+    for (int64_t i = 0; i < d.num_blocks; ++i) {
+      add_decoder_layer(layout, d, "decoder.left_decoder.decoders." + std::to_string(i) + ".");
+    }
+    for (int64_t i = 0; i < d.r_num_blocks; ++i) {
+      add_decoder_layer(layout, d, "decoder.right_decoder.decoders." + std::to_string(i) + ".");
+    }
+  } else {
+    for (int64_t i = 0; i < d.num_blocks; ++i) {
+      add_decoder_layer(layout, d, "decoder.decoders." + std::to_string(i) + ".");
+    }
+  }
+  layout.batch_invariant = {"encoder.embed.out.0", "encoder.embed.linear"};
+  for (int64_t i = 0; i < e.num_blocks; ++i) {
+    layout.batch_invariant.push_back("encoder.encoders." + std::to_string(i) +
+                                     ".self_attn.linear_pos");
+  }
+  return layout;
+}
+
+MaterializedU2pp materialize_u2pp_model(const ModelSource& source,
+                                        const quant::QuantizationConfig& quantization,
+                                        const MaterializeOptions& options) {
+  OASR_CHECK(source.weights != nullptr, kInvalidArgument, "load: the source from ",
+             source.dir.string(), " holds no weights");
+  quantization.validate();
+  const quant::QuantLayout layout = u2pp_quantization_layout(source.config.model);
+  MaterializedU2pp out;
+  out.model = std::make_unique<U2ppModel>(source.config.model);
+  U2ppModel& model = *out.model;
+  if (!source.quantization.is_null()) {
+    const std::string what = (source.dir / kNativeConfigName).string();
+    const quant::QuantizationSpec checkpoint_spec =
+        quant::QuantizationSpec::from_json(source.quantization, what);
+    out.spec = quant::resolve_checkpoint_spec(checkpoint_spec, quantization, source.dir.string());
+    OASR_CHECK(out.spec.kv_cache.empty() || layout.has_ar_kv_cache, kUnsupported,
+               "kv_cache=", out.spec.kv_cache, ": the ", layout.architecture,
+               " has no autoregressive decoder KV cache to store in fp8; drop kv_cache");
+    quant::prepare_quantized_slots(model, out.spec);
+    model.load(*source.weights);
+  } else {
+    quant::SpecOptions spec_options;
+    spec_options.online = true;
+    spec_options.recipe = options.recipe;
+    out.spec = quant::spec_from_config(quantization, model, layout, spec_options);
+    model.load(*source.weights);
+    quant::quantize_model_online(model, out.spec);
+  }
+  model.to(options.dtype);
+  model.to(options.device);
+  if (options.bind) {
+    quant::BindOptions bind;
+    bind.device = options.device;
+    bind.backend = options.scaled_mm_backend;
+    quant::bind_quantization(model, bind);
+    quant::link_quantization(model, layout);
+  }
+  return out;
+}
+
+}  // namespace oasr::models

@@ -1,0 +1,317 @@
+#include "models/u2pp/u2pp_recognizer.h"
+
+#include <algorithm>
+#include <numeric>
+
+#include "core/error.h"
+#include "decode/attention_rescoring.h"
+#include "models/u2pp/materialize.h"
+#include "models/u2pp/native_checkpoint.h"
+#include "quant/apply_links.h"
+
+namespace oasr::engine {
+
+namespace {
+
+constexpr const char* kCtcGreedy = "ctc_greedy_search";
+constexpr const char* kCtcPrefixBeam = "ctc_prefix_beam_search";
+constexpr const char* kRescoring = "attention_rescoring";
+
+audio::FbankOptions fbank_options(const models::FbankConfig& f) {
+  audio::FbankOptions o;
+  o.sample_rate = static_cast<double>(f.sample_rate);
+  o.num_mel_bins = static_cast<int>(f.num_mel_bins);
+  o.frame_length_ms = f.frame_length_ms;
+  o.frame_shift_ms = f.frame_shift_ms;
+  o.dither = 0.0;  // inference, as WeNet's recognize
+  o.energy_floor = 0.0;
+  return o;
+}
+
+decode::UnitTable unit_table(const std::vector<std::string>& units) {
+  std::vector<std::pair<std::string, int64_t>> entries;
+  entries.reserve(units.size());
+  for (size_t i = 0; i < units.size(); ++i) entries.emplace_back(units[i], static_cast<int64_t>(i));
+  return decode::UnitTable::from_entries(entries);
+}
+
+// A model output (CTC log-probs) as a contiguous host float32 tensor, for the
+// CPU searches; the tensor itself when it already is one.
+Tensor host_f32(const Tensor& t) {
+  return t.to(Device::cpu()).to(DType::kF32).contiguous();
+}
+
+// Concatenates [1, k_i, D] tensors (one dtype and device) along dimension 1.
+Tensor concat_frames(const std::vector<Tensor>& chunks, int64_t dim) {
+  int64_t total = 0;
+  for (const Tensor& c : chunks) total += c.size(1);
+  Tensor out = Tensor::empty({1, total, dim}, chunks.front().dtype(), chunks.front().device());
+  int64_t at = 0;
+  for (const Tensor& c : chunks) {
+    out.narrow(1, at, c.size(1)).copy_(c);
+    at += c.size(1);
+  }
+  return out;
+}
+
+// The best CTC hypothesis of `log_probs` [T, V]: greedy for
+// ctc_greedy_search, else the prefix beam search's first.
+Transcript best_ctc_path(const Tensor& log_probs, const DecodeOptions& options, int64_t blank) {
+  Transcript t;
+  if (options.method == kCtcGreedy) {
+    t.tokens = decode::ctc_greedy_search(log_probs, blank);
+    return t;
+  }
+  decode::CtcPrefixBeamSearchOptions beam;
+  beam.beam_size = options.beam_size;
+  beam.blank_id = blank;
+  const auto nbest = decode::ctc_prefix_beam_search(log_probs, beam);
+  if (!nbest.empty()) {
+    t.tokens = nbest.front().tokens;
+    t.score = nbest.front().score;
+  }
+  return t;
+}
+
+}  // namespace
+
+RecognizerFactory u2pp_recognizer_factory() {
+  return [](const EngineConfig& config) { return std::make_unique<U2ppRecognizer>(config); };
+}
+
+U2ppRecognizer::U2ppRecognizer(const EngineConfig& config) : ckpt_dir_(config.ckpt_dir) {
+  source_ = models::load_checkpoint_dir(config.ckpt_dir);
+  if (config.weights) source_.weights = config.weights;
+  // The decode flags are refused before the weights are materialized.
+  resolve_knobs(config.decode);
+  fbank_.emplace(fbank_options(source_.config.fbank));
+  units_ = unit_table(source_.units);
+  models::MaterializedU2pp loaded =
+      models::materialize_u2pp_model(source_, config.quantization, config.materialize_options());
+  model_ = std::move(loaded.model);
+  spec_ = std::move(loaded.spec);
+  detokenize_.kind = source_.config.tokenizer.type == models::TokenizerType::kBpe
+                         ? decode::TokenizerKind::kBpe
+                         : decode::TokenizerKind::kChar;
+  detokenize_.connect_symbol = source_.config.tokenizer.connect_symbol;
+}
+
+U2ppRecognizer::~U2ppRecognizer() = default;
+
+int U2ppRecognizer::sample_rate() const {
+  return static_cast<int>(source_.config.fbank.sample_rate);
+}
+
+DecodeOptions U2ppRecognizer::resolve_decode(const DecodeOverrides& o) const {
+  const DecodeOptions d = resolve_knobs(o);
+  OASR_CHECK(d.method != kRescoring || d.reverse_weight == 0.0 || model_->has_right_decoder(),
+             kInvalidArgument, "reverse_weight ", d.reverse_weight,
+             " needs a bidirectional decoder, and ", ckpt_dir_.string(),
+             " has a left-to-right one only; use --reverse-weight 0");
+  return d;
+}
+
+DecodeOptions U2ppRecognizer::resolve_knobs(const DecodeOverrides& o) const {
+  const models::DecodeConfig& defaults = source_.config.decode;
+  DecodeOptions d;
+  d.method = o.method.value_or(defaults.method);
+  if (d.method != kCtcGreedy && d.method != kCtcPrefixBeam && d.method != kRescoring) {
+    const std::string owners = architectures_taking(d.method);
+    OASR_THROW(kInvalidArgument, "decode method '", d.method, "' is not a U2++ method",
+               owners.empty() ? std::string() : " (" + owners + " checkpoints take it)",
+               "; this U2++ checkpoint takes ", kMethods);
+  }
+  OASR_CHECK(!o.length_penalty, kInvalidArgument,
+             "length_penalty (--length-penalty) applies to Whisper beam search; a U2++ "
+             "checkpoint does not take it: drop it");
+  // A knob the chosen method does not read is refused, not ignored.
+  OASR_CHECK(!o.beam_size || d.method != kCtcGreedy, kInvalidArgument,
+             "ctc_greedy_search keeps one hypothesis; drop --beam-size ", o.beam_size.value_or(0),
+             " or use --decode-method ctc_prefix_beam_search|attention_rescoring");
+  for (const auto& [given, flag] : {std::pair{o.ctc_weight.has_value(), "--ctc-weight"},
+                                    std::pair{o.reverse_weight.has_value(), "--reverse-weight"}}) {
+    OASR_CHECK(!given || d.method == kRescoring, kInvalidArgument, flag,
+               " weighs the attention rescoring; ", d.method,
+               " does not rescore: drop it or use --decode-method attention_rescoring");
+  }
+  d.beam_size = o.beam_size.value_or(defaults.beam_size);
+  d.ctc_weight = o.ctc_weight.value_or(defaults.ctc_weight);
+  d.reverse_weight = o.reverse_weight.value_or(defaults.reverse_weight);
+  d.chunk_size = o.chunk_size.value_or(defaults.decoding_chunk_size);
+  d.left_chunks = o.left_chunks.value_or(defaults.num_decoding_left_chunks);
+  d.validate();
+  return d;
+}
+
+quant::QuantizationInfo U2ppRecognizer::quantization_info() const {
+  quant::QuantizationInfo info = quant::quantization_info(*model_, spec_);
+  quant::add_link_report(info, *model_, models::u2pp_quantization_layout(source_.config.model));
+  return info;
+}
+
+Tensor U2ppRecognizer::features(std::span<const float> samples) const {
+  Tensor feats = fbank_->compute(samples);
+  OASR_CHECK(feats.size(0) > 0, kInvalidArgument, "audio of ", samples.size(),
+             " samples is shorter than one ", fbank_->options().frame_length_ms,
+             " ms analysis window; nothing to recognise");
+  return feats;
+}
+
+std::vector<Transcript> U2ppRecognizer::transcribe(
+    const std::vector<std::vector<float>>& utterances, const DecodeOptions& options,
+    int64_t max_batch_size) const {
+  std::vector<Tensor> feats;
+  feats.reserve(utterances.size());
+  for (const auto& samples : utterances) feats.push_back(features(samples));
+  // Length bucketing: sort by frames so a batch pads little, then restore order.
+  std::vector<size_t> order(feats.size());
+  std::iota(order.begin(), order.end(), 0);
+  std::stable_sort(order.begin(), order.end(),
+                   [&](size_t a, size_t b) { return feats[a].size(0) > feats[b].size(0); });
+  std::vector<Transcript> results(feats.size());
+  const size_t batch = static_cast<size_t>(max_batch_size);
+  for (size_t start = 0; start < order.size(); start += batch) {
+    const size_t end = std::min(order.size(), start + batch);
+    std::vector<Tensor> group;
+    for (size_t i = start; i < end; ++i) group.push_back(feats[order[i]]);
+    std::vector<Transcript> decoded = transcribe_batch(group, options);
+    for (size_t i = start; i < end; ++i) results[order[i]] = std::move(decoded[i - start]);
+  }
+  return results;
+}
+
+std::vector<Transcript> U2ppRecognizer::transcribe_batch(const std::vector<Tensor>& feats,
+                                                         const DecodeOptions& decode) const {
+  const int64_t batch = static_cast<int64_t>(feats.size());
+  int64_t max_frames = 0;
+  for (const Tensor& f : feats) max_frames = std::max(max_frames, f.size(0));
+  const int64_t dim = feats.front().size(1);
+  Tensor padded = Tensor::zeros({batch, max_frames, dim}, DType::kF32);
+  Tensor lengths = Tensor::empty({batch}, DType::kI64);
+  for (int64_t b = 0; b < batch; ++b) {
+    padded.select(0, b).narrow(0, 0, feats[b].size(0)).copy_(feats[b]);
+    lengths.data<int64_t>()[b] = feats[b].size(0);
+  }
+  models::U2ppEncodeOptions options;
+  options.decoding_chunk_size = decode.chunk_size;
+  options.num_decoding_left_chunks = decode.left_chunks;
+  // Chunked decoding runs the streaming computation (forward_chunk_by_chunk),
+  // so offline results equal what a streaming session returns.
+  options.simulate_streaming = decode.chunk_size > 0;
+  const auto encoded = model_->encode(padded, lengths, options);
+  // The searches run on the host in float32: one copy back per batch.
+  const Tensor log_probs = host_f32(model_->ctc_log_probs(encoded.out));
+  std::vector<Transcript> out;
+  out.reserve(batch);
+  for (int64_t b = 0; b < batch; ++b) {
+    const int64_t frames = encoded.lengths.data<int64_t>()[b];
+    const Tensor row_probs = log_probs.select(0, b).narrow(0, 0, frames).contiguous();
+    const Tensor row_enc = encoded.out.narrow(0, b, 1).narrow(1, 0, frames).contiguous();
+    out.push_back(decode_utterance(row_probs, row_enc, decode));
+  }
+  return out;
+}
+
+Transcript U2ppRecognizer::decode_utterance(const Tensor& ctc_log_probs, const Tensor& encoder_out,
+                                            const DecodeOptions& decode) const {
+  const int64_t blank = model_->config().blank_id;
+  Transcript t;
+  if (decode.method != kRescoring) {
+    t = best_ctc_path(ctc_log_probs, decode, blank);
+  } else {
+    decode::CtcPrefixBeamSearchOptions beam;
+    beam.beam_size = decode.beam_size;
+    beam.blank_id = blank;
+    const auto nbest = decode::ctc_prefix_beam_search(ctc_log_probs, beam);
+    if (!nbest.empty()) {
+      decode::SpecialTokens special =
+          decode::SpecialTokens::wenet_default(model_->config().vocab_size);
+      special.blank = blank;
+      special.sos = model_->config().sos_id();
+      special.eos = model_->config().eos_id();
+      decode::AttentionRescoringOptions options;
+      options.ctc_weight = decode.ctc_weight;
+      options.reverse_weight = decode.reverse_weight;
+      const double reverse_weight = decode.reverse_weight;
+      auto decoder = [&](const decode::AttentionDecoderInputs& in) {
+        const auto logp = model_->forward_attention_decoder(encoder_out, in.hyps, in.hyps_lens,
+                                                            in.reversed_hyps, reverse_weight);
+        return decode::AttentionDecoderOutputs{logp.left, logp.right};
+      };
+      const auto best = decode::attention_rescoring(nbest, decoder, special, options);
+      t.tokens = best.tokens;
+      t.score = best.score;
+    }
+  }
+  t.text = detokenize(t.tokens);
+  return t;
+}
+
+std::string U2ppRecognizer::detokenize(std::span<const int64_t> tokens) const {
+  return decode::detokenize(units_, tokens, detokenize_);
+}
+
+std::unique_ptr<StreamingSession> U2ppRecognizer::start_session(
+    const DecodeOptions& options) const {
+  OASR_CHECK(options.chunk_size > 0, kInvalidArgument,
+             "a streaming session needs a chunk size; set --chunk-size N (e.g. 16)");
+  return std::make_unique<U2ppStreamingSession>(*this, options);
+}
+
+// ---- U2ppStreamingSession ---------------------------------------------------------
+
+U2ppStreamingSession::U2ppStreamingSession(const U2ppRecognizer& recognizer,
+                                           const DecodeOptions& options)
+    : recognizer_(recognizer),
+      options_(options),
+      encoder_(recognizer.model().encoder(), options.chunk_size, options.left_chunks) {}
+
+Transcript U2ppStreamingSession::accept_waveform(std::span<const float> samples) {
+  OASR_CHECK(!finished_, kInvalidArgument,
+             "this streaming session has finished; start a new one for the next utterance");
+  pending_samples_.insert(pending_samples_.end(), samples.begin(), samples.end());
+  // Kaldi frames (snip_edges) depend only on their own window, so frames
+  // computed from a buffer that starts at a frame boundary are bit-identical
+  // to the same frames computed over the whole utterance.
+  const audio::FbankComputer& fbank = recognizer_.fbank();
+  const int64_t frames = fbank.num_frames(static_cast<int64_t>(pending_samples_.size()));
+  if (frames > 0) {
+    const Tensor feats = fbank.compute(pending_samples_);
+    const int64_t consumed = frames * fbank.options().window_shift();
+    pending_samples_.erase(pending_samples_.begin(), pending_samples_.begin() + consumed);
+    append_encoder_frames(encoder_.accept(feats));
+  }
+  return partial();
+}
+
+Transcript U2ppStreamingSession::finish() {
+  OASR_CHECK(!finished_, kInvalidArgument, "this streaming session has already finished");
+  finished_ = true;
+  append_encoder_frames(encoder_.finish());
+  OASR_CHECK(!encoder_chunks_.empty(), kInvalidArgument,
+             "the streaming session received less audio than one analysis window; "
+             "nothing to recognise");
+  const Tensor encoder_out =
+      concat_frames(encoder_chunks_, recognizer_.model().config().encoder.output_size);
+  // CTC over the whole utterance at once, as the offline path computes it.
+  const Tensor log_probs =
+      host_f32(recognizer_.model().ctc_log_probs(encoder_out)).select(0, 0).contiguous();
+  return recognizer_.decode_utterance(log_probs, encoder_out, options_);
+}
+
+void U2ppStreamingSession::append_encoder_frames(const Tensor& frames) {
+  if (!frames.defined() || frames.size(1) == 0) return;
+  encoder_chunks_.push_back(frames.contiguous());
+  ctc_chunks_.push_back(host_f32(recognizer_.model().ctc_log_probs(frames)));
+}
+
+Transcript U2ppStreamingSession::partial() const {
+  if (ctc_chunks_.empty()) return {};
+  const int64_t vocab = ctc_chunks_.front().size(2);
+  const Tensor log_probs = concat_frames(ctc_chunks_, vocab).select(0, 0).contiguous();
+  Transcript t = best_ctc_path(log_probs, options_, recognizer_.model().config().blank_id);
+  t.text = recognizer_.detokenize(t.tokens);
+  return t;
+}
+
+}  // namespace oasr::engine

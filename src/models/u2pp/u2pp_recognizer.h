@@ -1,0 +1,105 @@
+// U2ppRecognizer: the Recognizer of U2++ checkpoints (native oasr
+// directories, WeNet experiments, or an in-memory source): Kaldi fbank,
+// the Conformer encoder, CTC searches and attention rescoring as WeNet's
+// recognize defines them.
+//
+// Offline utterances are batched by length (max_batch_size rows a batch,
+// padded, masked); an utterance gives the same transcript alone or in any
+// batch. With chunk_size > 0 each utterance is encoded chunk by chunk with
+// attention and CNN caches (WeNet's simulate-streaming forward), which is
+// exactly what a U2ppStreamingSession computes from audio given in pieces.
+#pragma once
+
+#include <optional>
+#include <span>
+#include <vector>
+
+#include "audio/fbank.h"
+#include "decode/ctc_search.h"
+#include "decode/units.h"
+#include "engine/recognizer.h"
+#include "models/u2pp/model_source.h"
+#include "models/u2pp/u2pp_model.h"
+#include "models/u2pp/u2pp_streaming.h"
+
+namespace oasr::engine {
+
+class U2ppRecognizer final : public Recognizer {
+ public:
+  explicit U2ppRecognizer(const EngineConfig& config);
+  ~U2ppRecognizer() override;
+
+  static constexpr const char* kMethods =
+      "ctc_greedy_search, ctc_prefix_beam_search or attention_rescoring";
+  static std::vector<std::string> decode_methods() {
+    return {"ctc_greedy_search", "ctc_prefix_beam_search", "attention_rescoring"};
+  }
+
+  int sample_rate() const override;
+  DecodeOptions resolve_decode(const DecodeOverrides& overrides) const override;
+  std::vector<Transcript> transcribe(const std::vector<std::vector<float>>& utterances,
+                                     const DecodeOptions& options,
+                                     int64_t max_batch_size) const override;
+  bool streams() const override { return true; }
+  // Needs options.chunk_size > 0.
+  std::unique_ptr<StreamingSession> start_session(const DecodeOptions& options) const override;
+  std::string detokenize(std::span<const int64_t> tokens) const override;
+  Module& module() override { return *model_; }
+  const quant::QuantizationSpec& quantization_spec() const override { return spec_; }
+  // With the fold links of U2++'s quantization layout.
+  quant::QuantizationInfo quantization_info() const override;
+
+  const models::ModelSource& source() const { return source_; }
+  const models::U2ppModel& model() const { return *model_; }
+  const audio::FbankComputer& fbank() const { return *fbank_; }
+  // fbank [T, F] of mono samples at sample_rate() (before CMVN); refuses
+  // audio shorter than one analysis window.
+  Tensor features(std::span<const float> samples) const;
+  // Decodes CTC log-probs [T', V] of one utterance (and its encoder output
+  // [1, T', D] for attention rescoring) with `options`.
+  Transcript decode_utterance(const Tensor& ctc_log_probs, const Tensor& encoder_out,
+                              const DecodeOptions& options) const;
+
+ private:
+  // resolve_decode without what needs the built model (the right decoder).
+  DecodeOptions resolve_knobs(const DecodeOverrides& overrides) const;
+  std::vector<Transcript> transcribe_batch(const std::vector<Tensor>& feats,
+                                           const DecodeOptions& options) const;
+
+  std::filesystem::path ckpt_dir_;  // names the checkpoint in messages
+  models::ModelSource source_;
+  std::unique_ptr<models::U2ppModel> model_;
+  quant::QuantizationSpec spec_;
+  std::optional<audio::FbankComputer> fbank_;
+  decode::UnitTable units_;
+  decode::DetokenizeOptions detokenize_;
+};
+
+// Audio in pieces -> partial results, then the final one. Partial results
+// are the CTC prefix beam search (greedy for ctc_greedy_search) over the
+// encoder frames so far; finish() applies the session's decode method to
+// the whole utterance, giving exactly what transcribe() gives with the
+// same chunk_size.
+class U2ppStreamingSession final : public StreamingSession {
+ public:
+  U2ppStreamingSession(const U2ppRecognizer& recognizer, const DecodeOptions& options);
+
+  Transcript accept_waveform(std::span<const float> samples) override;
+  Transcript finish() override;
+  bool finished() const override { return finished_; }
+
+ private:
+  void append_encoder_frames(const Tensor& frames);
+  Transcript partial() const;
+
+  const U2ppRecognizer& recognizer_;
+  DecodeOptions options_;
+  models::U2ppStreamingEncoder encoder_;
+  // Samples from the start of the next fbank frame on.
+  std::vector<float> pending_samples_;
+  std::vector<Tensor> encoder_chunks_;  // [1, k, D] each
+  std::vector<Tensor> ctc_chunks_;      // [1, k, V] each, for partial results
+  bool finished_ = false;
+};
+
+}  // namespace oasr::engine

@@ -1,0 +1,38 @@
+// Whisper's quantization layout and its load sequence (the one of
+// models/u2pp/materialize.h, spec "Load order"): build from the config, strict
+// load of the HF state dict with the tied head handled, online quantization
+// of the requested spec, the dtype cast and device move, lane binding.
+#pragma once
+
+#include <memory>
+
+#include "models/u2pp/materialize.h"
+#include "models/whisper/whisper_config.h"
+#include "models/whisper/whisper_model.h"
+#include "quant/apply.h"
+#include "quant/spec.h"
+
+namespace oasr::models {
+
+// What Whisper keeps full precision (spec "What stays full precision": the
+// conv front-end unless module_types adds conv1d, the tied output head).
+// The conv front-end needs no entry: conv1 / conv2 are Conv1d layers of the
+// conv1d kind, which the default kinds do not select, so they are quantized
+// only when module_types names conv1d (a calibrated `oasr quantize`; online
+// refuses conv kinds). The embeddings (embed_tokens, both position tables)
+// are not GEMMs and never quantized. proj_out shares embed_tokens' weight.
+// The decoder's self-attention KV cache is autoregressive.
+quant::QuantLayout whisper_quantization_layout();
+
+struct MaterializedWhisper {
+  std::unique_ptr<WhisperModel> model;
+  quant::QuantizationSpec spec;  // empty when served full precision
+};
+
+// Full-precision sources only (an HF or native format_version 1 directory);
+// `quantization` is applied online.
+MaterializedWhisper materialize_whisper_model(const WhisperSource& source,
+                                              const quant::QuantizationConfig& quantization = {},
+                                              const MaterializeOptions& options = {});
+
+}  // namespace oasr::models

@@ -1,0 +1,112 @@
+// WhisperRecognizer: the Recognizer of Whisper checkpoints (models/whisper/whisper_dir.h:
+// Hugging Face or CTranslate2 layout converted at load). 16 kHz audio in,
+// text out; decode methods greedy_search (the default, HF's num_beams 1) and
+// beam_search (5 beams unless beam_size says otherwise). Whisper does not
+// stream.
+//
+// Each utterance is cut into consecutive 30 s windows (one window for audio
+// up to 30 s); each window gets WhisperFeatureExtractor's log-mel (zero
+// padded to 30 s), windows are encoded max_batch_size at a time, and each is
+// decoded on its own by decode/whisper_search (HF generate's short-form path
+// without timestamps: forced prompt, suppress processors, greedy or beam
+// search, max_length). The text of one window is what HF's
+// tokenizer.batch_decode(generate(...), skip_special_tokens=True) returns,
+// leading space included.
+//
+// Declared difference from HF for audio over 30 s: HF switches to its
+// sequential long-form algorithm (timestamp tokens, windows that advance to
+// the last complete segment, conditioning on the previous text, temperature
+// fallback). Here the windows are fixed: window i covers samples
+// [480000 i, 480000 (i + 1)), each is transcribed independently with the
+// short-form rules above, and the transcript is the windows' texts, each
+// stripped of surrounding whitespace, the non-empty ones joined with one
+// space (audio up to 30 s keeps HF's text as it is). Tokens are the windows' tokens in order; the
+// score is the sum of the windows' scores. A word cut by a window boundary may be lost or split.
+//
+// Multilingual checkpoints are decoded as English transcription: the
+// prompt is <|startoftranscript|><|en|><|transcribe|><|notimestamps|> (HF with
+// language="en", task="transcribe"); HF's default would detect the language.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <span>
+#include <string>
+#include <vector>
+
+#include "audio/whisper_mel.h"
+#include "decode/byte_bpe_tokenizer.h"
+#include "decode/whisper_search.h"
+#include "engine/recognizer.h"
+#include "models/u2pp/materialize.h"
+#include "models/whisper/whisper_config.h"
+#include "models/whisper/whisper_model.h"
+#include "quant/spec.h"
+
+namespace oasr::engine {
+
+class WhisperRecognizer final : public Recognizer {
+ public:
+  // Loads and materializes the model (quantized online when asked).
+  WhisperRecognizer(models::WhisperSource source, const quant::QuantizationConfig& quantization,
+                    const models::MaterializeOptions& options);
+  ~WhisperRecognizer() override;
+
+  static constexpr const char* kMethods = "greedy_search or beam_search";
+  static std::vector<std::string> decode_methods() { return {"greedy_search", "beam_search"}; }
+
+  static constexpr int kSampleRate = audio::WhisperLogMel::kSampleRate;
+  static constexpr int64_t kWindowSamples = audio::WhisperLogMel::kChunkSamples;
+
+  int sample_rate() const override { return kSampleRate; }
+  DecodeOptions resolve_decode(const DecodeOverrides& overrides) const override;
+  // Mono samples at 16 kHz, any length; results in input order; windows
+  // are encoded and searched max_batch_size at a time.
+  std::vector<Transcript> transcribe(const std::vector<std::vector<float>>& utterances,
+                                     const DecodeOptions& options,
+                                     int64_t max_batch_size) const override;
+  // HF's tokenizer.decode(ids, skip_special_tokens=True).
+  std::string detokenize(std::span<const int64_t> tokens) const override;
+  Module& module() override { return *model_; }
+  const quant::QuantizationSpec& quantization_spec() const override { return spec_; }
+
+  // The forced decoder prompt and the search settings for `options`.
+  const std::vector<int64_t>& prompt() const { return prompt_; }
+  decode::WhisperSearchOptions search_options(const DecodeOptions& options) const;
+
+  // log-mel [n_mels, 3000] of one window (at most 30 s of samples).
+  Tensor log_mel(std::span<const float> window) const { return mel_.compute(window); }
+  const models::WhisperSource& source() const { return source_; }
+  const models::WhisperModel& model() const { return *model_; }
+
+ private:
+  struct Window {
+    size_t utterance;
+    std::span<const float> samples;
+  };
+  // Decodes up to max_batch_size windows; one hypothesis per window.
+  std::vector<decode::WhisperHypothesis> decode_windows(std::span<const Window> windows,
+                                                        const DecodeOptions& options) const;
+
+  models::WhisperSource source_;
+  std::unique_ptr<models::WhisperModel> model_;
+  quant::QuantizationSpec spec_;
+  audio::WhisperLogMel mel_;
+  decode::ByteLevelBpeTokenizer tokenizer_;
+  std::vector<int64_t> prompt_;
+};
+
+// Whisper's decode options: greedy_search unless told; beam_search with 5
+// beams unless beam_size says otherwise; the U2++ knobs refused by name.
+// Needs no model, so the factory refuses bad flags before loading one.
+DecodeOptions resolve_whisper_decode(const DecodeOverrides& overrides);
+
+// The forced prompt of English transcription without timestamps for
+// `generation`: <|startoftranscript|> [<|en|> <|transcribe|>] <|notimestamps|>.
+std::vector<int64_t> whisper_english_prompt(const models::WhisperGeneration& generation);
+
+// Joins window texts as described above: one window's text unchanged;
+// several: stripped, the non-empty ones joined with one space.
+std::string join_window_texts(const std::vector<std::string>& texts);
+
+}  // namespace oasr::engine

@@ -1,0 +1,163 @@
+// Writing a Whisper directory in HF layout (save_whisper_dir, declared in
+// models/whisper/whisper_convert.h), atomically: a sibling staging directory that is
+// renamed into place once every file is written and synced.
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstring>
+#include <fstream>
+#include <random>
+#include <sstream>
+
+#include "core/error.h"
+#include "io/safetensors.h"
+#include "io/staged_directory.h"
+#include "models/native_dir.h"
+#include "models/whisper/whisper_convert.h"
+
+namespace oasr::models {
+
+namespace fs = std::filesystem;
+using ordered_json = nlohmann::ordered_json;
+
+namespace {
+
+// Tokenizer and processor files of an HF directory, copied as they are.
+constexpr const char* kCopiedHfFiles[] = {"tokenizer_config.json", "special_tokens_map.json",
+                                          "normalizer.json", "preprocessor_config.json"};
+
+void write_file_synced(const fs::path& path, const std::string& bytes) {
+  const int fd = ::open(path.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0644);
+  OASR_CHECK(fd >= 0, kIo, path.string(), ": cannot create: ", std::strerror(errno));
+  size_t done = 0;
+  while (done < bytes.size()) {
+    const ssize_t wrote = ::write(fd, bytes.data() + done, bytes.size() - done);
+    if (wrote < 0 && errno == EINTR) continue;
+    if (wrote <= 0) {
+      const int saved = errno;
+      ::close(fd);
+      OASR_THROW(kIo, path.string(), ": write failed: ", std::strerror(saved));
+    }
+    done += static_cast<size_t>(wrote);
+  }
+  const bool synced = ::fsync(fd) == 0;
+  const int saved = errno;
+  ::close(fd);
+  OASR_CHECK(synced, kIo, path.string(), ": fsync failed: ", std::strerror(saved));
+}
+
+std::string read_binary(const fs::path& path) {
+  std::ifstream in(path, std::ios::binary);
+  OASR_CHECK(in.good(), kIo, path.string(), ": cannot open for reading");
+  std::ostringstream bytes;
+  bytes << in.rdbuf();
+  return bytes.str();
+}
+
+bool is_file(const fs::path& path) {
+  std::error_code error;
+  return fs::is_regular_file(path, error);
+}
+
+std::string torch_dtype_name(DType dtype) {
+  switch (dtype) {
+    case DType::kF16:
+      return "float16";
+    case DType::kBF16:
+      return "bfloat16";
+    default:
+      return "float32";
+  }
+}
+
+// WhisperFeatureExtractor's settings (16 kHz, 25 ms / 10 ms frames, 30 s
+// windows), so transformers' WhisperProcessor loads the directory too.
+ordered_json preprocessor_config(int64_t num_mel_bins) {
+  ordered_json out;
+  out["chunk_length"] = 30;
+  out["feature_extractor_type"] = "WhisperFeatureExtractor";
+  out["feature_size"] = num_mel_bins;
+  out["hop_length"] = 160;
+  out["n_fft"] = 400;
+  out["n_samples"] = 480000;
+  out["nb_max_frames"] = 3000;
+  out["padding_side"] = "right";
+  out["padding_value"] = 0.0;
+  out["processor_class"] = "WhisperProcessor";
+  out["return_attention_mask"] = false;
+  out["sampling_rate"] = 16000;
+  return out;
+}
+
+void write_contents(const WhisperSource& source, const fs::path& dir,
+                    const WhisperWriteOptions& options) {
+  std::vector<std::pair<std::string, Tensor>> tensors;
+  DType embed_dtype = DType::kF32;
+  for (const std::string& name : source.weights->names()) {
+    Tensor tensor = source.weights->get(name);
+    const bool floating = tensor.dtype() == DType::kF32 || tensor.dtype() == DType::kF16 ||
+                          tensor.dtype() == DType::kBF16;
+    OASR_CHECK(floating, kInvalidArgument, "the Whisper model to write has ", name, " of dtype ",
+               dtype_name(tensor.dtype()), "; a full-precision Whisper holds floating tensors");
+    if (options.dtype && tensor.dtype() != *options.dtype) tensor = tensor.to(*options.dtype);
+    if (name == "model.decoder.embed_tokens.weight") embed_dtype = tensor.dtype();
+    tensors.emplace_back(name, std::move(tensor));
+  }
+  const auto dump = [](const ordered_json& document) { return document.dump(2) + "\n"; };
+  write_file_synced(dir / "config.json",
+                    dump(whisper_hf_config_json(source.config, source.generation,
+                                                torch_dtype_name(embed_dtype))));
+  write_file_synced(dir / "generation_config.json", dump(source.generation.to_hf_json()));
+  // transformers refuses safetensors whose metadata does not say "pt".
+  io::save_safetensors(dir / "model.safetensors", tensors, {{"format", "pt"}});
+  if (!source.tokenizer_json.empty()) {
+    write_file_synced(dir / "tokenizer.json", read_binary(source.tokenizer_json));
+  } else {
+    OASR_CHECK(!source.vocab_json.empty() && !source.merges_txt.empty(), kInvalidArgument,
+               "the Whisper model to write has no tokenizer files");
+    write_file_synced(dir / "vocab.json", read_binary(source.vocab_json));
+    write_file_synced(dir / "merges.txt", read_binary(source.merges_txt));
+    if (!source.added_tokens_json.empty()) {
+      write_file_synced(dir / "added_tokens.json", read_binary(source.added_tokens_json));
+    }
+  }
+  for (const char* name : kCopiedHfFiles) {
+    if (is_file(source.dir / name)) write_file_synced(dir / name, read_binary(source.dir / name));
+  }
+  if (!is_file(dir / "preprocessor_config.json")) {
+    write_file_synced(dir / "preprocessor_config.json",
+                      dump(preprocessor_config(source.config.num_mel_bins)));
+  }
+  ordered_json oasr_config;
+  oasr_config["architecture"] = kWhisperArchitectureName;
+  oasr_config["format_version"] = 1;
+  oasr_config["converted_from"] = options.converted_from;
+  write_file_synced(dir / kNativeConfigName, dump(oasr_config));
+}
+
+}  // namespace
+
+void save_whisper_dir(const WhisperSource& source, const fs::path& requested,
+                      const WhisperWriteOptions& options) {
+  OASR_CHECK(source.weights != nullptr, kInvalidArgument,
+             "the Whisper model to write has no weights");
+  if (options.dtype) {
+    const DType dtype = *options.dtype;
+    OASR_CHECK(dtype == DType::kF32 || dtype == DType::kF16 || dtype == DType::kBF16,
+               kInvalidArgument, "--dtype ", dtype_name(dtype),
+               ": Whisper weights are stored as float32, float16 or bfloat16");
+  }
+  source.config.validate("the Whisper model to write");
+
+  io::StagedDirectoryOptions staged;
+  staged.force = options.force;
+  staged.source = source.dir;
+  staged.what = "model";
+  io::write_staged_directory(requested, staged, [&](const fs::path& staging) {
+    write_contents(source, staging, options);
+  });
+}
+
+}  // namespace oasr::models
