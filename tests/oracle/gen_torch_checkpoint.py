@@ -1,6 +1,6 @@
 #!/usr/bin/env python3
 """Oracle for oasr's torch.save reader (io/torch_checkpoint) and its WeNet
-directory loader / native converter (models/wenet_dir, native_checkpoint).
+directory loader / native converter (models/u2pp/wenet_dir, native_checkpoint).
 
 Generate (--out DIR). Files written by PyTorch's own torch.save:
   DIR/<case>.pt         state dicts in many shapes (see CASES below)

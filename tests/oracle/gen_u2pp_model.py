@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""PyTorch oracle for the U2++ model (src/models/u2pp_*): encoder offline,
+"""PyTorch oracle for the U2++ model (src/models/u2pp/u2pp_*): encoder offline,
 with chunk masks and streamed chunk by chunk, forward_chunk caches, CTC
 log-probs, padded batches and the attention decoders.
 

@@ -1,6 +1,6 @@
 #!/usr/bin/env python3
 """Oracle for oasr's Whisper directory loader and CTranslate2 converter
-(models/whisper_dir, models/whisper_convert).
+(models/whisper/whisper_dir, models/whisper/whisper_convert).
 
 Generate (--out DIR). Two random-weight Whisper models built by transformers
 (WhisperForConditionalGeneration; every parameter randomised, layer norms

@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""Oracle for oasr's Whisper model and KV cache (src/models/whisper_*.h,
+"""Oracle for oasr's Whisper model and KV cache (src/models/whisper/whisper_*.h,
 kv_cache.h): Hugging Face transformers' WhisperForConditionalGeneration
 (eager attention) on small random-weight configs is the reference.
 
