@@ -30,6 +30,22 @@ struct EvalOptions {
   EngineFlags engine;
 };
 
+void print_text_report(const eval::EvalResult& result, eval::ErrorRateUnit unit,
+                       bool per_utterance) {
+  const auto& t = result.totals;
+  std::cout << std::fixed << std::setprecision(2) << eval::error_rate_unit_name(unit) << " "
+            << 100.0 * t.error_rate() << "% (" << t.errors() << " errors / " << t.reference_length
+            << " reference " << (unit == eval::ErrorRateUnit::kWord ? "words" : "characters")
+            << ")  substitutions " << t.substitutions << "  deletions " << t.deletions
+            << "  insertions " << t.insertions << "  utterances " << result.utterances << "\n";
+  if (per_utterance && result.per_utterance) {
+    for (const auto& u : *result.per_utterance) {
+      std::cout << u.id << "\terrors=" << u.counts.errors() << "\tref=" << u.reference
+                << "\thyp=" << u.hypothesis << "\n";
+    }
+  }
+}
+
 void run_eval(const EvalOptions& options) {
   OASR_CHECK(options.output_format == "text" || options.output_format == "json", kInvalidArgument,
              "unknown --output-format '", options.output_format, "'; use text or json");
@@ -55,38 +71,66 @@ void run_eval(const EvalOptions& options) {
   if (options.per_utterance || options.output_format == "json") result.per_utterance.emplace();
   ProgressBar progress(static_cast<int64_t>(entries.size()), "eval");
   // Decode in groups of the engine's batch size so batching pays off while
-  // the progress bar still moves.
+  // the progress bar still moves. An utterance that cannot be read or
+  // decoded is named by manifest line and id; the others are still scored
+  // (ASREngine::transcribe_each) and the command exits non-zero.
+  std::vector<std::pair<const io::ManifestEntry*, std::string>> failures;
   const size_t group = static_cast<size_t>(std::max<int64_t>(1, asr.config().max_batch_size));
   for (size_t start = 0; start < entries.size(); start += group) {
     const size_t end = std::min(entries.size(), start + group);
-    std::vector<std::filesystem::path> paths;
-    for (size_t i = start; i < end; ++i) paths.push_back(entries[i].audio);
-    const auto transcripts = asr.transcribe_files(paths);
+    std::vector<std::vector<float>> utterances;
+    std::vector<std::string> labels;
+    std::vector<size_t> loaded;
     for (size_t i = start; i < end; ++i) {
+      const std::string label = options.manifest + " line " + std::to_string(entries[i].line) +
+                                " (id " + entries[i].id + ")";
+      try {
+        utterances.push_back(asr.load_utterance(entries[i].audio));
+        labels.push_back(label);
+        loaded.push_back(i);
+      } catch (const Error& e) {
+        failures.emplace_back(&entries[i], label + ": " + e.what());
+      }
+    }
+    const auto results = asr.transcribe_each(utterances, labels);
+    for (size_t k = 0; k < loaded.size(); ++k) {
+      const size_t i = loaded[k];
+      if (!results[k].ok()) {
+        failures.emplace_back(&entries[i], results[k].error->what());
+        continue;
+      }
       result.add(entries[i].id, references[i],
-                 eval::normalize_english(transcripts[i - start].text));
+                 eval::normalize_english(results[k].transcript->text));
     }
     progress.advance(static_cast<int64_t>(end - start));
   }
   progress.finish();
 
+  std::sort(failures.begin(), failures.end(),
+            [](const auto& a, const auto& b) { return a.first->line < b.first->line; });
+  for (const auto& [entry, message] : failures) std::cerr << "oasr: error: " << message << "\n";
+  // Nothing scored: there is no error rate to print.
+  OASR_CHECK(failures.size() < entries.size(), kInvalidArgument, "none of the ", entries.size(),
+             " utterance(s) of ", options.manifest, " could be decoded (each named above)");
   if (options.output_format == "json") {
     nlohmann::json json = result;
-    std::cout << json.dump() << "\n";
-    return;
-  }
-  const auto& t = result.totals;
-  std::cout << std::fixed << std::setprecision(2) << eval::error_rate_unit_name(unit) << " "
-            << 100.0 * t.error_rate() << "% (" << t.errors() << " errors / " << t.reference_length
-            << " reference " << (unit == eval::ErrorRateUnit::kWord ? "words" : "characters")
-            << ")  substitutions " << t.substitutions << "  deletions " << t.deletions
-            << "  insertions " << t.insertions << "  utterances " << result.utterances << "\n";
-  if (options.per_utterance && result.per_utterance) {
-    for (const auto& u : *result.per_utterance) {
-      std::cout << u.id << "\terrors=" << u.counts.errors() << "\tref=" << u.reference
-                << "\thyp=" << u.hypothesis << "\n";
+    if (!failures.empty()) {
+      json["failed"] = nlohmann::json::array();
+      for (const auto& [entry, message] : failures) {
+        json["failed"].push_back({{"id", entry->id},
+                                  {"line", entry->line},
+                                  {"audio", entry->audio.string()},
+                                  {"error", message}});
+      }
     }
+    std::cout << json.dump() << "\n";
+  } else {
+    print_text_report(result, unit, options.per_utterance);
   }
+  OASR_CHECK(failures.empty(), kInvalidArgument, failures.size(), " of ", entries.size(),
+             " utterance(s) could not be decoded (each named above); the error rate above counts "
+             "the other ",
+             entries.size() - failures.size(), " only");
 }
 
 }  // namespace

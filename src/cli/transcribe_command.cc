@@ -3,7 +3,6 @@
 #include <nlohmann/json.hpp>
 
 #include <iostream>
-#include <optional>
 
 #include "cli/command.h"
 #include "cli/engine_options.h"
@@ -24,47 +23,52 @@ void run_transcribe(const TranscribeOptions& options) {
              "unknown --output-format '", options.output_format, "'; use text or json");
   const engine::ASREngine engine(options.engine.to_config());
   const bool json = options.output_format == "json";
-  // A file that cannot be read (or is too short) is reported by name and
-  // the others are still transcribed: one batch call over the good ones
-  // gives each the result it has alone (batch invariance).
+  // A file that cannot be read, is too short, or fails inside its batch (for
+  // example longer than the model's positional table) is reported by name;
+  // the others are still transcribed, each with the text it has alone
+  // (ASREngine::transcribe_each; batch invariance).
   std::vector<std::vector<float>> utterances;
-  std::vector<size_t> good;
-  std::vector<std::optional<Error>> errors(options.audio.size());
+  std::vector<std::string> labels;
+  std::vector<size_t> loaded;
+  std::vector<engine::UtteranceResult> results(options.audio.size());
   for (size_t i = 0; i < options.audio.size(); ++i) {
     try {
       utterances.push_back(engine.load_utterance(options.audio[i]));
-      good.push_back(i);
+      labels.push_back(options.audio[i]);
+      loaded.push_back(i);
     } catch (const Error& e) {
-      errors[i] = e;
+      results[i].error = e;
     }
   }
-  const auto results =
-      utterances.empty() ? std::vector<engine::Transcript>{} : engine.transcribe(utterances);
-  size_t next = 0;
+  std::vector<engine::UtteranceResult> decoded = engine.transcribe_each(utterances, labels);
+  utterances.clear();
+  for (size_t k = 0; k < loaded.size(); ++k) results[loaded[k]] = std::move(decoded[k]);
+
+  size_t failed = 0;
   for (size_t i = 0; i < options.audio.size(); ++i) {
     nlohmann::ordered_json line;
     line["file"] = options.audio[i];
-    if (errors[i]) {
-      if (options.audio.size() > 1) std::cerr << "oasr: error: " << errors[i]->what() << "\n";
+    const engine::UtteranceResult& result = results[i];
+    if (!result.ok()) {
+      ++failed;
+      if (options.audio.size() > 1) std::cerr << "oasr: error: " << result.error->what() << "\n";
       if (json) {
-        line["error"] = errors[i]->what();
+        line["error"] = result.error->what();
         std::cout << line.dump() << "\n";
       }
       continue;
     }
-    const engine::Transcript& result = results[next++];
     if (json) {
-      line["text"] = result.text;
-      line["tokens"] = result.tokens;
-      line["score"] = result.score;
+      line["text"] = result.transcript->text;
+      line["tokens"] = result.transcript->tokens;
+      line["score"] = result.transcript->score;
       std::cout << line.dump() << "\n";
     } else {
-      std::cout << options.audio[i] << "\t" << result.text << "\n";
+      std::cout << options.audio[i] << "\t" << result.transcript->text << "\n";
     }
   }
-  const size_t failed = options.audio.size() - good.size();
   // One file asked and it failed: its own message is the one line.
-  if (options.audio.size() == 1 && failed == 1) throw *errors[0];
+  if (options.audio.size() == 1 && failed == 1) throw *results[0].error;
   OASR_CHECK(failed == 0, kInvalidArgument, failed, " of ", options.audio.size(),
              " file(s) could not be transcribed (each named above); the others' transcripts "
              "are printed");

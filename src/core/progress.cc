@@ -30,7 +30,7 @@ std::string format_duration(double seconds) {
 }  // namespace
 
 std::string format_progress_line(const std::string& label, int64_t done, int64_t total,
-                                 double elapsed_seconds) {
+                                 double elapsed_seconds, const std::string& unit) {
   const double fraction =
       total > 0 ? std::clamp(static_cast<double>(done) / static_cast<double>(total), 0.0, 1.0)
                 : 0.0;
@@ -43,7 +43,11 @@ std::string format_progress_line(const std::string& label, int64_t done, int64_t
   line += numbers;
   if (elapsed_seconds > 0.0 && done > 0) {
     const double rate = static_cast<double>(done) / elapsed_seconds;
-    std::snprintf(numbers, sizeof(numbers), " %.1f it/s", rate);
+    std::snprintf(numbers, sizeof(numbers),
+                  rate >= 10.0  ? " %.0f %s/s"
+                  : rate >= 1.0 ? " %.1f %s/s"
+                                : " %.2g %s/s",
+                  rate, unit.c_str());
     line += numbers;
     if (done < total)
       line += " ETA " + format_duration((total - done) / rate);
@@ -101,7 +105,8 @@ void ProgressBar::draw() {
   const double elapsed =
       std::chrono::duration<double>(std::chrono::steady_clock::now() - start_).count();
   // \r returns to the line start; \x1b[K clears what a longer line left.
-  std::fprintf(stream_, "\r%s\x1b[K", format_progress_line(label_, done_, total_, elapsed).c_str());
+  std::fprintf(stream_, "\r%s\x1b[K",
+               format_progress_line(label_, done_, total_, elapsed, unit_).c_str());
   std::fflush(stream_);
 }
 

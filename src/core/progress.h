@@ -1,4 +1,5 @@
-// A one-line progress bar for long CLI jobs (`oasr eval`).
+// A one-line progress bar for long CLI jobs (`oasr eval`, long-form audio,
+// calibration, checkpoint writes).
 //
 // It draws on stderr only when stderr is a terminal, so logs and pipes stay
 // clean; otherwise every call is a no-op. Redraws are throttled (10 per
@@ -10,14 +11,17 @@
 #include <cstdint>
 #include <cstdio>
 #include <string>
+#include <utility>
 
 namespace oasr {
 
 // The text of one redraw, e.g.
-// "eval [#######.............]  35/100  35%  2.1 it/s  ETA 0:31".
-// Exposed so tests can check it without a terminal.
+// "eval [#######.............]  35/100  35%  2.1 it/s  ETA 0:31"; `unit`
+// names what is counted ("it", "MiB"). The rate keeps two significant
+// digits below 10 so a slow job does not read "0.0 it/s". Exposed so tests
+// can check it without a terminal.
 std::string format_progress_line(const std::string& label, int64_t done, int64_t total,
-                                 double elapsed_seconds);
+                                 double elapsed_seconds, const std::string& unit = "it");
 
 class ProgressBar {
  public:
@@ -31,6 +35,7 @@ class ProgressBar {
   ProgressBar& operator=(const ProgressBar&) = delete;
 
   void advance(int64_t steps = 1);
+  void set_unit(std::string unit) { unit_ = std::move(unit); }
   void finish();  // final redraw and newline; later calls do nothing
   bool enabled() const { return enabled_; }
 
@@ -40,6 +45,7 @@ class ProgressBar {
   int64_t total_;
   int64_t done_ = 0;
   std::string label_;
+  std::string unit_ = "it";
   std::FILE* stream_;
   bool enabled_;
   bool finished_ = false;

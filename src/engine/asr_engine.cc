@@ -85,6 +85,61 @@ std::vector<Transcript> ASREngine::transcribe(const std::vector<std::vector<floa
   return recognizer_->transcribe(utterances, options, config_.max_batch_size);
 }
 
+std::vector<UtteranceResult> ASREngine::transcribe_each(
+    const std::vector<std::vector<float>>& utterances, const std::vector<std::string>& labels,
+    const DecodeOverrides& overrides) const {
+  OASR_CHECK(labels.size() == utterances.size(), kInvalidArgument,
+             "transcribe_each: ", labels.size(), " labels for ", utterances.size(),
+             " utterances; give one each");
+  const DecodeOptions options = resolve_decode(overrides);
+  std::vector<UtteranceResult> results(utterances.size());
+  std::vector<size_t> decodable;
+  for (size_t i = 0; i < utterances.size(); ++i) {
+    try {
+      check_length(utterances[i].size(), labels[i]);
+      decodable.push_back(i);
+    } catch (const Error& e) {
+      results[i].error = e;
+    }
+  }
+  transcribe_splitting(utterances, labels, std::move(decodable), options, results);
+  return results;
+}
+
+void ASREngine::transcribe_splitting(const std::vector<std::vector<float>>& utterances,
+                                     const std::vector<std::string>& labels,
+                                     std::vector<size_t> indices, const DecodeOptions& options,
+                                     std::vector<UtteranceResult>& results) const {
+  if (indices.empty()) return;
+  // The whole input in one call needs no copy of the samples.
+  std::vector<std::vector<float>> subset;
+  if (indices.size() != utterances.size()) {
+    subset.reserve(indices.size());
+    for (size_t i : indices) subset.push_back(utterances[i]);
+  }
+  const auto& batch = indices.size() == utterances.size() ? utterances : subset;
+  try {
+    std::vector<Transcript> decoded =
+        recognizer_->transcribe(batch, options, config_.max_batch_size);
+    for (size_t k = 0; k < indices.size(); ++k) {
+      results[indices[k]].transcript = std::move(decoded[k]);
+    }
+    return;
+  } catch (const Error& e) {
+    if (indices.size() == 1) {
+      results[indices[0]].error = Error(e.code(), labels[indices[0]] + ": " + e.what());
+      return;
+    }
+  }
+  subset.clear();
+  subset.shrink_to_fit();
+  const auto middle = indices.begin() + static_cast<std::ptrdiff_t>(indices.size() / 2);
+  transcribe_splitting(utterances, labels, std::vector<size_t>(indices.begin(), middle), options,
+                       results);
+  transcribe_splitting(utterances, labels, std::vector<size_t>(middle, indices.end()), options,
+                       results);
+}
+
 std::unique_ptr<StreamingSession> ASREngine::start_session(const DecodeOverrides& overrides) const {
   OASR_CHECK(recognizer_->streams(), kUnsupported, config_.ckpt_dir.string(), " is a ",
              architecture_->display_name, " model, and ", architecture_->display_name,

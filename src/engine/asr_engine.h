@@ -23,6 +23,7 @@
 
 #include <filesystem>
 #include <memory>
+#include <optional>
 #include <span>
 #include <string>
 #include <vector>
@@ -36,6 +37,14 @@
 #include "quant/spec.h"
 
 namespace oasr::engine {
+
+// One utterance's outcome from ASREngine::transcribe_each: its transcript,
+// or the error that utterance raises (its message starts with the label).
+struct UtteranceResult {
+  std::optional<Transcript> transcript;
+  std::optional<Error> error;
+  bool ok() const { return transcript.has_value(); }
+};
 
 class ASREngine {
  public:
@@ -66,6 +75,17 @@ class ASREngine {
   // Mono samples in [-1, 1) at sample_rate().
   std::vector<Transcript> transcribe(const std::vector<std::vector<float>>& utterances,
                                      const DecodeOverrides& overrides = {}) const;
+
+  // transcribe(), but a failure belongs to the utterance that raises it and
+  // does not discard the others' results: a batch that throws is split in
+  // halves and each half decoded again, down to single utterances. By batch
+  // invariance the others' transcripts equal those of the whole batch; the
+  // happy path is one transcribe() call. `labels` (one per utterance: a path,
+  // a manifest id, a request id) start each error's message. Decode options
+  // are resolved first: a bad override still refuses the whole call.
+  std::vector<UtteranceResult> transcribe_each(const std::vector<std::vector<float>>& utterances,
+                                               const std::vector<std::string>& labels,
+                                               const DecodeOverrides& overrides = {}) const;
 
   // Token ids -> text, without special tokens.
   std::string detokenize(std::span<const int64_t> tokens) const {
@@ -103,6 +123,11 @@ class ASREngine {
  private:
   void log_quantization() const;
   void check_length(size_t samples, const std::string& label) const;
+  // Decodes utterances[indices], splitting the set on failure (transcribe_each).
+  void transcribe_splitting(const std::vector<std::vector<float>>& utterances,
+                            const std::vector<std::string>& labels, std::vector<size_t> indices,
+                            const DecodeOptions& options,
+                            std::vector<UtteranceResult>& results) const;
 
   EngineConfig config_;
   const models::Architecture* architecture_ = nullptr;

@@ -7,11 +7,13 @@
 
 #include <nlohmann/json.hpp>
 
+#include <algorithm>
 #include <cerrno>
 #include <cstring>
 #include <set>
 
 #include "core/error.h"
+#include "core/progress.h"
 #include "io/safetensors.h"
 #include "io/safetensors_header.h"
 #include "io/staged_directory.h"
@@ -152,13 +154,34 @@ void save_safetensors(const std::filesystem::path& path,
   TempFile out(path.string() + ".tmp." + std::to_string(::getpid()), path);
   out.write(length_prefix, sizeof(length_prefix));
   out.write(header.data(), header.size());
+  // Progress in MiB on a tty (ProgressBar): a multi-GB checkpoint takes
+  // tens of seconds to write, most of it reading the source's pages.
+  uint64_t total_bytes = 0;
+  for (const auto& [name, tensor] : tensors) total_bytes += tensor.nbytes();
+  constexpr uint64_t kMiB = uint64_t{1} << 20;
+  ProgressBar progress(static_cast<int64_t>((total_bytes + kMiB - 1) / kMiB),
+                       "write " + path.filename().string());
+  progress.set_unit("MiB");
+  uint64_t written = 0;
+  const auto wrote = [&](size_t nbytes) {
+    const uint64_t before = (written + kMiB - 1) / kMiB;
+    written += nbytes;
+    progress.advance(static_cast<int64_t>((written + kMiB - 1) / kMiB - before));
+  };
+  constexpr size_t kPiece = 16 * kMiB;  // the bar moves inside a large tensor too
   for (const auto& [name, tensor] : tensors) {
     // One tensor at a time on the host, so a device checkpoint is never
     // duplicated in host memory all at once.
     const Tensor host = tensor.to(Device::cpu()).contiguous();
-    out.write(host.raw_data(), host.nbytes());
+    const auto* bytes = static_cast<const char*>(host.raw_data());
+    for (size_t offset = 0; offset < host.nbytes(); offset += kPiece) {
+      const size_t piece = std::min(kPiece, host.nbytes() - offset);
+      out.write(bytes + offset, piece);
+      wrote(piece);
+    }
   }
   out.commit();
+  progress.finish();
 }
 
 }  // namespace oasr::io

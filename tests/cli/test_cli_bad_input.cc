@@ -6,6 +6,7 @@
 // Each refusal is one stderr line naming the flag or file and what to do,
 // exit status 1, before any audio is decoded.
 #include <gtest/gtest.h>
+#include <nlohmann/json.hpp>
 
 #include <cmath>
 #include <cstdint>
@@ -152,6 +153,56 @@ TEST(CliTranscribeInput, ABadFileIsNamedAndTheOthersAreStillTranscribed) {
   ASSERT_EQ(lines.size(), 2u) << j.out;
   EXPECT_NE(lines[0].find("\"error\""), std::string::npos) << lines[0];
   EXPECT_NE(lines[1].find("\"text\""), std::string::npos) << lines[1];
+}
+
+// A file that fails inside its batch (longer than U2++'s 5000-row
+// positional table) is named; its batch neighbours are still transcribed.
+TEST(CliTranscribeInput, AFailureInsideTheBatchIsNamedAndTheBatchIsKept) {
+  const TempDir dir;
+  const std::string good = (dir.path() / "tone.wav").string();
+  const std::string long_file = (dir.path() / "long.wav").string();  // 5025 rows after subsampling
+  write_tone_wav(good);
+  write_tone_wav(long_file, 201.0);
+  const CliResult alone = run_oasr({"transcribe", "--ckpt-dir", kModel, good});
+  ASSERT_EQ(alone.exit_code, 0) << alone.err;
+
+  const CliResult r = run_oasr(
+      {"transcribe", "--ckpt-dir", kModel, "--max-batch-size", "4", good, long_file, good});
+  EXPECT_FALSE(r.signaled);
+  EXPECT_EQ(r.exit_code, 1) << r.err;
+  EXPECT_EQ(r.out, alone.out + alone.out);
+  const std::vector<std::string> errors = split_lines(r.err);
+  ASSERT_EQ(errors.size(), 2u) << r.err;
+  EXPECT_EQ(errors[0].rfind("oasr: error: " + long_file + ": positional encoding", 0), 0u)
+      << errors[0];
+  EXPECT_NE(errors[0].find("split the audio into shorter utterances"), std::string::npos)
+      << errors[0];
+  EXPECT_NE(errors[1].find("1 of 3 file(s) could not be transcribed"), std::string::npos)
+      << errors[1];
+
+  // eval names it by manifest line and id, scores the rest, and exits 1.
+  const std::string manifest = (dir.path() / "m.jsonl").string();
+  std::ofstream(manifest) << R"({"id": "a", "audio": ")" << good << R"(", "text": "a"})"
+                          << "\n"
+                          << R"({"id": "b", "audio": ")" << long_file << R"(", "text": "b"})"
+                          << "\n";
+  const CliResult e = run_oasr({"eval", "--ckpt-dir", kModel, "--manifest", manifest});
+  EXPECT_EQ(e.exit_code, 1) << e.err;
+  EXPECT_NE(e.out.find("utterances 1"), std::string::npos) << e.out;
+  const std::vector<std::string> eval_errors = split_lines(e.err);
+  ASSERT_EQ(eval_errors.size(), 2u) << e.err;
+  EXPECT_EQ(eval_errors[0].rfind("oasr: error: " + manifest + " line 2 (id b): positional", 0), 0u)
+      << eval_errors[0];
+  EXPECT_NE(eval_errors[1].find("1 of 2 utterance(s) could not be decoded"), std::string::npos)
+      << eval_errors[1];
+  const CliResult ej =
+      run_oasr({"eval", "--ckpt-dir", kModel, "--manifest", manifest, "--output-format", "json"});
+  EXPECT_EQ(ej.exit_code, 1);
+  const auto report = nlohmann::json::parse(ej.out);
+  ASSERT_EQ(report.at("failed").size(), 1u) << ej.out;
+  EXPECT_EQ(report["failed"][0].at("id"), "b");
+  EXPECT_EQ(report["failed"][0].at("line"), 2);
+  EXPECT_EQ(report.at("utterances"), 1);
 }
 
 TEST(CliEvalInput, AManifestWithoutOneReferenceWordIsRefused) {

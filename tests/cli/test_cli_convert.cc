@@ -53,6 +53,29 @@ TEST(CliConvert, WritesANativeDirectoryAndSaysWhatItWrote) {
   }
 }
 
+// On a terminal the checkpoint write shows a progress bar in MiB (stderr);
+// off a terminal (the test above) stderr stays empty. `script` (util-linux)
+// gives the command a pseudo-terminal.
+TEST(CliConvert, ShowsWriteProgressOnATerminal) {
+  if (testing::run_command("command -v script >/dev/null").exit_code != 0) {
+    GTEST_SKIP() << "util-linux 'script' is not installed";
+  }
+  TempDir tmp;
+  const fs::path wenet = tmp.path() / "exp";
+  testing::write_tiny_wenet_dir(wenet);
+  const fs::path dst = tmp.path() / "native";
+  const std::string command = testing::shell_quote(OASR_CLI_BINARY) + " convert " +
+                              testing::shell_quote(wenet.string()) + " " +
+                              testing::shell_quote(dst.string());
+  const testing::CommandResult r = testing::run_command(
+      "script -qec " + testing::shell_quote(command) + " /dev/null </dev/null");
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  EXPECT_NE(r.output.find("\rwrite model.safetensors ["), std::string::npos) << r.output;
+  EXPECT_NE(r.output.find("1/1 100%"), std::string::npos) << r.output;
+  EXPECT_NE(r.output.find("MiB/s"), std::string::npos) << r.output;
+  EXPECT_NE(r.output.find("wrote " + dst.string()), std::string::npos) << r.output;
+}
+
 TEST(CliConvert, StoresFloatingWeightsInTheRequestedDtype) {
   TempDir tmp;
   const fs::path wenet = tmp.path() / "exp";

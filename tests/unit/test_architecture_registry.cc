@@ -83,7 +83,10 @@ models::MaterializedModel materialize_extra(const fs::path&,
 }
 
 // Its recognizer: 64-sample frames -> the head -> greedy CTC (blank 0);
-// token t is the letter 'a' + t - 1.
+// token t is the letter 'a' + t - 1. Like a positional table, it serves at
+// most kMaxFrames frames: a longer utterance fails its whole batch.
+constexpr int64_t kMaxFrames = 100;
+
 class CtcLinearRecognizer final : public engine::Recognizer {
  public:
   explicit CtcLinearRecognizer(const engine::EngineConfig& config) {
@@ -106,10 +109,13 @@ class CtcLinearRecognizer final : public engine::Recognizer {
   }
   std::vector<engine::Transcript> transcribe(const std::vector<std::vector<float>>& utterances,
                                              const engine::DecodeOptions&, int64_t) const override {
+    ++batches_;
     std::vector<engine::Transcript> out;
     for (const std::vector<float>& samples : utterances) {
       const int64_t frames = static_cast<int64_t>(samples.size()) / 64;
       OASR_CHECK(frames > 0, kInvalidArgument, "shorter than one 64-sample frame");
+      OASR_CHECK(frames <= kMaxFrames, kInvalidArgument, frames, " frames exceed the table of ",
+                 kMaxFrames);
       const Tensor x = Tensor::from_vector(
           std::vector<float>(samples.begin(), samples.begin() + frames * 64), {frames, 64});
       const Tensor logits = model_->forward(x).to(Device::cpu()).to(DType::kF32).contiguous();
@@ -133,8 +139,11 @@ class CtcLinearRecognizer final : public engine::Recognizer {
   }
   Module& module() override { return *model_; }
   const quant::QuantizationSpec& quantization_spec() const override { return spec_; }
+  // transcribe() calls so far.
+  int64_t batches() const { return batches_; }
 
  private:
+  mutable int64_t batches_ = 0;
   std::unique_ptr<CtcLinearModel> model_;
   quant::QuantizationSpec spec_;
 };
@@ -427,6 +436,59 @@ TEST(ArchitectureRegistry, ASREngineServesTheExtraArchitectureThroughItsRecogniz
     EXPECT_NE(std::string(e.what()).find("CTC linear (test) does not stream"), std::string::npos)
         << e.what();
   }
+}
+
+// A failure inside a batch is the failing utterance's alone: transcribe_each
+// names it by its label and keeps every other utterance's transcript.
+TEST(ArchitectureRegistry, ABatchFailureIsAttributedToItsUtterance) {
+  register_extra_once();
+  const testing::TempDir dir;
+  engine::EngineConfig config;
+  config.ckpt_dir = write_extra_dir(dir.path(), kExtraName);
+  const engine::ASREngine engine(config);
+  const auto& recognizer = engine.recognizer_as<CtcLinearRecognizer>();
+  const auto tone = [](size_t frames, float pitch) {
+    std::vector<float> samples(64 * frames);
+    for (size_t i = 0; i < samples.size(); ++i)
+      samples[i] = std::sin(pitch * float(i) + float(i / 640));
+    return samples;
+  };
+  const std::vector<std::vector<float>> utterances = {tone(40, 0.37f), tone(kMaxFrames + 1, 0.37f),
+                                                      tone(30, 0.11f), std::vector<float>(10, 0.1f),
+                                                      tone(60, 0.23f)};
+  const std::vector<std::string> labels = {"a.wav", "long.wav", "c.wav", "brief.wav", "e.wav"};
+
+  const int64_t before = recognizer.batches();
+  const auto results = engine.transcribe_each(utterances, labels);
+  const int64_t calls = recognizer.batches() - before;
+  ASSERT_EQ(results.size(), utterances.size());
+  for (size_t i : {0u, 2u, 4u}) {
+    ASSERT_TRUE(results[i].ok()) << labels[i] << ": " << results[i].error->what();
+    const auto alone = engine.transcribe({utterances[i]});
+    if (i == 0) EXPECT_FALSE(alone[0].tokens.empty());  // the input of the test above
+    EXPECT_EQ(results[i].transcript->tokens, alone[0].tokens) << labels[i];
+  }
+  ASSERT_FALSE(results[1].ok());
+  EXPECT_EQ(std::string(results[1].error->what()), "long.wav: 101 frames exceed the table of 100");
+  ASSERT_FALSE(results[3].ok());
+  EXPECT_EQ(std::string(results[3].error->what()).rfind("brief.wav: audio of 10 samples", 0), 0u)
+      << results[3].error->what();
+  // The too-short one never reaches the recognizer; the other four fail as
+  // one batch, then split: {a, long} fails -> {a}, {long}; {c, e} decodes.
+  EXPECT_EQ(calls, 5);
+
+  // The happy path is one call, and its transcripts equal transcribe()'s.
+  const std::vector<std::vector<float>> good = {utterances[0], utterances[2]};
+  const int64_t happy = recognizer.batches();
+  const auto all = engine.transcribe_each(good, {"a.wav", "c.wav"});
+  EXPECT_EQ(recognizer.batches() - happy, 1);
+  EXPECT_EQ(all[1].transcript->tokens, engine.transcribe({good[1]})[0].tokens);
+
+  // A bad override still refuses the whole call; so does a label count.
+  engine::DecodeOverrides beam;
+  beam.beam_size = 4;
+  EXPECT_THROW(engine.transcribe_each(good, {"a.wav", "c.wav"}, beam), Error);
+  EXPECT_THROW(engine.transcribe_each(good, {"a.wav"}), Error);
 }
 
 // An architecture without a recognizer is refused by ASREngine by name;

@@ -298,7 +298,9 @@ TEST(Progress, DrawsRateEtaAndEndsWithNewline) {
             "eval [######..................] 25/100  25% 2.5 it/s ETA 0:30");
   EXPECT_EQ(format_progress_line("eval", 0, 4, 0.0), "eval [........................] 0/4   0%");
   EXPECT_EQ(format_progress_line("x", 4, 4, 125.0),
-            "x [########################] 4/4 100% 0.0 it/s 2:05");
+            "x [########################] 4/4 100% 0.032 it/s 2:05");
+  EXPECT_EQ(format_progress_line("write", 300, 600, 10.0, "MiB"),
+            "write [############............] 300/600  50% 30 MiB/s ETA 0:10");
 
   std::FILE* file = std::tmpfile();
   ASSERT_NE(file, nullptr);
