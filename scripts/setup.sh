@@ -10,7 +10,7 @@ APT_PACKAGES=(
   build-essential cmake ninja-build pkg-config git
   nlohmann-json3-dev libsndfile1-dev libsoxr-dev libkissfft-dev libopenblas-dev
   libcli11-dev libspdlog-dev libyaml-cpp-dev libzip-dev libcpp-httplib-dev libsentencepiece-dev
-  libssl-dev
+  libssl-dev libboost-dev
   libgtest-dev libgmock-dev libbenchmark-dev
   python3 python3-venv python3-pip python3-numpy python3-torch python3-torchaudio
   # the bundled model's evaluation sets (tools/data/make_eval_sets.sh): real

@@ -1,0 +1,127 @@
+// Dynamic batching; see batcher.h.
+#include "server/batcher.h"
+
+#include <utility>
+
+namespace oasr::server {
+namespace {
+
+constexpr const char* kTimeoutMessage = "timed out in the queue before decoding started";
+
+bool same_options(const engine::DecodeOverrides& a, const engine::DecodeOverrides& b) {
+  return a.method == b.method && a.beam_size == b.beam_size && a.ctc_weight == b.ctc_weight &&
+         a.reverse_weight == b.reverse_weight && a.chunk_size == b.chunk_size &&
+         a.left_chunks == b.left_chunks && a.length_penalty == b.length_penalty;
+}
+
+}  // namespace
+
+Batcher::Batcher(const engine::ASREngine& engine, BatcherOptions options, BatchObserver observer)
+    : engine_(engine), options_(options), observer_(std::move(observer)) {
+  OASR_CHECK(options_.max_batch > 0, kInvalidArgument, "--max-batch-size must be at least 1");
+  OASR_CHECK(options_.max_queue > 0, kInvalidArgument, "--max-queue must be at least 1");
+  worker_ = std::thread([this] { run(); });
+}
+
+Batcher::~Batcher() {
+  stop();
+}
+
+Batcher::Admission Batcher::submit(BatchJob job) {
+  {
+    std::lock_guard lock(mutex_);
+    if (stopping_) return Admission::kStopping;
+    if (queue_.size() >= options_.max_queue) return Admission::kQueueFull;
+    queue_.push_back(std::move(job));
+  }
+  arrived_.notify_one();
+  return Admission::kQueued;
+}
+
+void Batcher::stop() {
+  {
+    std::lock_guard lock(mutex_);
+    stopping_ = true;
+  }
+  arrived_.notify_all();
+  if (worker_.joinable()) worker_.join();
+}
+
+size_t Batcher::queue_depth() const {
+  std::lock_guard lock(mutex_);
+  return queue_.size();
+}
+
+bool Batcher::is_timeout(const Error& error) {
+  return std::string(error.what()).ends_with(kTimeoutMessage);
+}
+
+std::vector<BatchJob> Batcher::take_batch(std::unique_lock<std::mutex>& lock) {
+  arrived_.wait(lock, [&] { return stopping_ || !queue_.empty(); });
+  if (queue_.empty()) return {};
+  // Wait for company: until the batch is full, the oldest job has waited
+  // max_delay, or the server stops (then whatever is queued goes now).
+  const auto oldest_until = std::chrono::steady_clock::now() + options_.max_delay;
+  arrived_.wait_until(lock, oldest_until, [&] {
+    return stopping_ || queue_.size() >= static_cast<size_t>(options_.max_batch);
+  });
+  std::vector<BatchJob> batch;
+  const engine::DecodeOverrides options = queue_.front().overrides;
+  for (auto it = queue_.begin();
+       it != queue_.end() && batch.size() < static_cast<size_t>(options_.max_batch);) {
+    if (same_options(it->overrides, options)) {
+      batch.push_back(std::move(*it));
+      it = queue_.erase(it);
+    } else {
+      ++it;
+    }
+  }
+  return batch;
+}
+
+void Batcher::run() {
+  std::unique_lock lock(mutex_);
+  while (true) {
+    std::vector<BatchJob> batch = take_batch(lock);
+    if (batch.empty()) return;  // stopping and drained
+    lock.unlock();
+    const auto now = std::chrono::steady_clock::now();
+    std::vector<BatchJob> live;
+    for (BatchJob& job : batch) {
+      if (now > job.deadline) {
+        job.done(
+            {std::nullopt, Error(ErrorCode::kUnsupported, job.label + ": " + kTimeoutMessage)});
+      } else {
+        live.push_back(std::move(job));
+      }
+    }
+    if (!live.empty()) {
+      std::vector<std::vector<float>> utterances;
+      std::vector<std::string> labels;
+      for (BatchJob& job : live) {
+        utterances.push_back(std::move(job.samples));
+        labels.push_back(job.label);
+      }
+      const auto started = std::chrono::steady_clock::now();
+      std::vector<engine::UtteranceResult> results;
+      try {
+        results = engine_.transcribe_each(utterances, labels, live.front().overrides);
+      } catch (const Error& e) {  // a refused override: every job of the batch shares it
+        results.assign(live.size(), {std::nullopt, e});
+      } catch (const std::exception& e) {
+        results.assign(live.size(),
+                       {std::nullopt,
+                        Error(ErrorCode::kInternal, std::string("decoding failed: ") + e.what())});
+      }
+      if (observer_) {
+        observer_(
+            live.size(),
+            std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count());
+      }
+      for (size_t i = 0; i < live.size(); ++i) live[i].done(std::move(results[i]));
+    }
+    lock.lock();
+  }
+}
+
+}  // namespace oasr::server

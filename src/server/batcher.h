@@ -1,0 +1,74 @@
+// Dynamic batching across requests: one worker thread per engine takes the
+// queued utterances, waits up to `max_delay` after the oldest for more to
+// arrive, and decodes up to `max_batch` of those with the same decode
+// options in one ASREngine::transcribe_each call. A row's result does not
+// depend on its neighbours (the engine's batch invariance), so a request
+// gets the transcript it would get alone; a failing utterance fails only
+// its own request.
+#pragma once
+
+#include <chrono>
+#include <condition_variable>
+#include <cstdint>
+#include <deque>
+#include <functional>
+#include <mutex>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "engine/asr_engine.h"
+
+namespace oasr::server {
+
+struct BatchJob {
+  std::vector<float> samples;  // mono, at the engine's sample rate
+  engine::DecodeOverrides overrides;
+  std::string label;  // starts an error's message
+  std::chrono::steady_clock::time_point deadline;
+  // Called exactly once, on the worker thread: the transcript or the error
+  // (kUnsupported "timed out" when the deadline passed before decoding).
+  std::function<void(engine::UtteranceResult)> done;
+};
+
+struct BatcherOptions {
+  int64_t max_batch = 16;
+  std::chrono::milliseconds max_delay{10};
+  size_t max_queue = 256;
+};
+
+class Batcher {
+ public:
+  enum class Admission { kQueued, kQueueFull, kStopping };
+  // Called on the worker after each decoded batch (metrics): its size and
+  // the seconds the engine took.
+  using BatchObserver = std::function<void(size_t batch, double seconds)>;
+
+  Batcher(const engine::ASREngine& engine, BatcherOptions options, BatchObserver observer = {});
+  ~Batcher();  // stop()
+  Batcher(const Batcher&) = delete;
+  Batcher& operator=(const Batcher&) = delete;
+
+  Admission submit(BatchJob job);
+  // Refuses new jobs, decodes those queued, joins the worker. Idempotent.
+  void stop();
+  size_t queue_depth() const;
+
+  // The error a job gets when its deadline passes while it waits.
+  static bool is_timeout(const Error& error);
+
+ private:
+  void run();
+  std::vector<BatchJob> take_batch(std::unique_lock<std::mutex>& lock);
+
+  const engine::ASREngine& engine_;
+  BatcherOptions options_;
+  BatchObserver observer_;
+  mutable std::mutex mutex_;
+  std::condition_variable arrived_;
+  std::deque<BatchJob> queue_;
+  bool stopping_ = false;
+  std::thread worker_;
+};
+
+}  // namespace oasr::server

@@ -1,0 +1,130 @@
+// oasr-server: the engine behind OpenAI's transcription API (server/service.h)
+// on Boost.Beast (server/http_server.h). It takes the CLI's engine flags
+// (cli/engine_options.h: --ckpt-dir, --device, --dtype, --quantization,
+// --quantization-option, --max-batch-size, decode defaults) and its own.
+#include <CLI/CLI.hpp>
+
+#include <cstdlib>
+#include <filesystem>
+#include <iostream>
+#include <string>
+
+#include "cli/engine_options.h"
+#include "core/error.h"
+#include "core/logging.h"
+#include "server/http_server.h"
+#include "server/service.h"
+
+namespace {
+
+std::string single_line(std::string text) {
+  for (char& c : text) {
+    if (c == '\n' || c == '\r') c = ' ';
+  }
+  return text;
+}
+
+struct ServerFlags {
+  oasr::server::ListenOptions listen;
+  std::string model_name;
+  int64_t max_batch_delay_ms = 10;
+  int64_t max_queue = 256;
+  double max_upload_mb = 25.0;
+  double max_audio_seconds = 600.0;
+  int64_t request_timeout_s = 120;
+  int64_t idle_timeout_s = 30;
+  std::string api_key;
+};
+
+void run(const oasr::cli::EngineFlags& engine_flags, const ServerFlags& flags) {
+  using namespace oasr;
+  const engine::EngineConfig config = engine_flags.to_config();
+  const engine::ASREngine engine(config);
+  server::ServiceOptions options;
+  options.model_name =
+      flags.model_name.empty()
+          ? std::filesystem::absolute(config.ckpt_dir).lexically_normal().filename().string()
+          : flags.model_name;
+  if (options.model_name.empty()) options.model_name = "oasr";
+  options.max_upload_bytes = static_cast<size_t>(flags.max_upload_mb * (1 << 20));
+  options.max_audio_seconds = flags.max_audio_seconds;
+  options.request_timeout = std::chrono::seconds(flags.request_timeout_s);
+  options.api_key = flags.api_key;
+  options.max_batch = config.max_batch_size;
+  options.max_batch_delay = std::chrono::milliseconds(flags.max_batch_delay_ms);
+  options.max_queue = static_cast<size_t>(flags.max_queue);
+  const quant::QuantizationInfo& info = engine.quantization_info();
+  log::info("model '{}': {} ({}), device {}, dtype {}", options.model_name,
+            engine.architecture().display_name, config.ckpt_dir.string(), config.device,
+            config.dtype);
+  for (const quant::LayerReport& layer : info.layers) {
+    log::info("  {} {} lane {} kernel {} input {}", layer.path, layer.scheme, layer.lane,
+              layer.kernel, layer.input_quantizer);
+  }
+  log::info(
+      "limits: batch {} within {} ms, queue {}, upload {} MB, audio {} s, timeout {} s, "
+      "idle {} s, api key {}",
+      options.max_batch, flags.max_batch_delay_ms, options.max_queue, flags.max_upload_mb,
+      options.max_audio_seconds, flags.request_timeout_s, flags.idle_timeout_s,
+      options.api_key.empty() ? "off" : "on");
+  server::TranscriptionService service(engine, options);
+  server::ListenOptions listen = flags.listen;
+  listen.idle_timeout = std::chrono::seconds(flags.idle_timeout_s);
+  server::serve(service, listen);
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  CLI::App app{"oasr-server: OpenAI-compatible speech recognition over HTTP"};
+  app.set_version_flag("--version", std::string("oasr-server ") + OASR_VERSION);
+  oasr::cli::EngineFlags engine_flags;
+  oasr::cli::add_engine_flags(app, engine_flags);
+  ServerFlags flags;
+  app.add_option("--host", flags.listen.host, "address to listen on (default 127.0.0.1)");
+  app.add_option("--port", flags.listen.port, "TCP port (default 8000; 0 picks a free one)")
+      ->check(CLI::Range(0, 65535));
+  app.add_option("--http-threads", flags.listen.threads,
+                 "HTTP io threads (default 4; --threads sets the engine's CPU threads)")
+      ->check(CLI::Range(1, 256));
+  app.add_option("--model-name", flags.model_name,
+                 "the model id clients send as 'model' (default: the --ckpt-dir folder's name)");
+  app.add_option("--max-batch-delay-ms", flags.max_batch_delay_ms,
+                 "how long the oldest queued utterance waits for company (default 10)")
+      ->check(CLI::Range(int64_t{0}, int64_t{10000}));
+  app.add_option("--max-queue", flags.max_queue, "utterances queued before 429 (default 256)")
+      ->check(CLI::Range(int64_t{1}, int64_t{1000000}));
+  app.add_option("--max-upload-mb", flags.max_upload_mb, "largest request body (default 25)")
+      ->check(CLI::Range(0.001, 4096.0));
+  app.add_option("--max-audio-seconds", flags.max_audio_seconds,
+                 "longest audio accepted, 422 beyond (default 600)")
+      ->check(CLI::Range(0.1, 7200.0));
+  app.add_option("--request-timeout-s", flags.request_timeout_s,
+                 "a request still queued after this gets 504 (default 120)")
+      ->check(CLI::Range(int64_t{1}, int64_t{86400}));
+  app.add_option("--idle-timeout-s", flags.idle_timeout_s,
+                 "a client silent this long (between or inside requests) is dropped (default 30)")
+      ->check(CLI::Range(int64_t{1}, int64_t{3600}));
+  app.add_option("--api-key", flags.api_key,
+                 "require 'Authorization: Bearer KEY' on the /v1 routes (default: none)");
+  try {
+    app.parse(argc, argv);
+  } catch (const CLI::ParseError& e) {
+    if (e.get_exit_code() == 0) return app.exit(e);
+    std::cerr << "oasr-server: error: " << single_line(e.what()) << " (see 'oasr-server --help')\n";
+    return 2;
+  }
+  try {
+    // A server logs its start-up, its address and its drain; OASR_LOG_LEVEL
+    // still overrides (the CLI's default is warn).
+    if (std::getenv("OASR_LOG_LEVEL") == nullptr) oasr::log::set_level("info");
+    run(engine_flags, flags);
+  } catch (const oasr::Error& e) {
+    std::cerr << "oasr-server: error: " << single_line(e.what()) << "\n";
+    return 1;
+  } catch (const std::exception& e) {
+    std::cerr << "oasr-server: internal error: " << single_line(e.what()) << "\n";
+    return 1;
+  }
+  return 0;
+}

@@ -1,0 +1,31 @@
+// The transcription API's response_format values, as OpenAI defines them:
+// json {"text"}, text, verbose_json (task, language, duration, text,
+// segments), srt and vtt. A segment here is the whole utterance: [0,
+// duration] (the recognizers do not return timestamps yet).
+#pragma once
+
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "engine/recognizer.h"
+
+namespace oasr::server {
+
+enum class ResponseFormat { kJson, kText, kVerboseJson, kSrt, kVtt };
+
+// Refused (kInvalidArgument) naming the value and the ones taken.
+ResponseFormat parse_response_format(const std::string& value);
+
+struct Rendered {
+  std::string content_type;
+  std::string body;
+};
+
+Rendered render_transcript(ResponseFormat format, const engine::Transcript& transcript,
+                           double duration_seconds);
+
+// "HH:MM:SS,mmm" (srt) or "HH:MM:SS.mmm" (vtt).
+std::string subtitle_time(double seconds, char millisecond_separator);
+
+}  // namespace oasr::server

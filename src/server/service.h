@@ -1,0 +1,76 @@
+// The HTTP API of oasr-server, independent of the transport
+// (server/http_server.h): OpenAI's POST /v1/audio/transcriptions, GET
+// /v1/models, /health, /ready, /metrics and /v1/quantization. Errors are
+// JSON shaped as OpenAI's API shapes them: {"error": {"message", "type",
+// "code"}}, with the status the failure deserves (400 bad field or audio,
+// 401 bad key, 404, 405, 413, 415, 422 audio too long, 503 queue full with
+// Retry-After, 504 timed out).
+#pragma once
+
+#include <boost/beast/http.hpp>
+
+#include <atomic>
+#include <chrono>
+#include <functional>
+#include <memory>
+#include <string>
+
+#include "engine/asr_engine.h"
+#include "server/batcher.h"
+#include "server/metrics.h"
+
+namespace oasr::server {
+
+namespace http = boost::beast::http;
+using Request = http::request<http::string_body>;
+using Response = http::response<http::string_body>;
+
+struct ServiceOptions {
+  std::string model_name;  // what GET /v1/models lists and `model` must name
+  size_t max_upload_bytes = 25u << 20;
+  double max_audio_seconds = 600.0;
+  std::chrono::seconds request_timeout{120};
+  std::string api_key;  // empty: no authentication
+  int64_t max_batch = 16;
+  std::chrono::milliseconds max_batch_delay{10};
+  size_t max_queue = 256;
+};
+
+class TranscriptionService {
+ public:
+  using Reply = std::function<void(Response)>;
+
+  TranscriptionService(const engine::ASREngine& engine, ServiceOptions options);
+  ~TranscriptionService();
+
+  // Answers `request` through `reply`, at once or later from the batch
+  // worker's thread; `reply` is called exactly once.
+  void handle(Request request, Reply reply);
+  // The response to a body over the upload limit (the transport refuses it
+  // before it is read whole).
+  Response too_large(const Request& request) const;
+
+  // An OpenAI-shaped error reply to `request` (the transport uses it for
+  // requests it cannot parse).
+  Response error(const Request& request, const std::string& route, http::status status,
+                 const std::string& type, const std::string& code,
+                 const std::string& message) const;
+
+  // Stop taking transcriptions (503) and finish the queued ones.
+  void drain();
+  bool draining() const { return draining_; }
+  const ServiceOptions& options() const { return options_; }
+
+ private:
+  void transcribe(const Request& request, Reply reply);
+  Response respond(const Request& request, const std::string& route, http::status status,
+                   std::string content_type, std::string body) const;
+
+  const engine::ASREngine& engine_;
+  ServiceOptions options_;
+  mutable Metrics metrics_;
+  std::unique_ptr<Batcher> batcher_;
+  std::atomic<bool> draining_{false};
+};
+
+}  // namespace oasr::server

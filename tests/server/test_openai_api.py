@@ -1,0 +1,89 @@
+"""oasr-server through the clients users have: the official openai SDK, curl,
+and many concurrent requests (dynamic batching must not change a result)."""
+import concurrent.futures
+import json
+import os
+import re
+import subprocess
+import urllib.request
+
+import openai
+
+from conftest import MODEL, cli_transcripts, sound
+
+MODEL_NAME = os.path.basename(os.path.normpath(MODEL))
+FILES = [sound(n) for n in ("agent-loginok", "vm-goodbye", "auth-thankyou", "vm-password",
+                            "conf-onlyperson", "vm-intro", "agent-pass", "privacy-thankyou")]
+
+
+def client(server, key="unused"):
+    return openai.OpenAI(base_url=server.url + "/v1", api_key=key, max_retries=0)
+
+
+def test_sdk_formats_equal_the_cli(server):
+    expected = cli_transcripts(FILES[:2])
+    c = client(server)
+    for path in FILES[:2]:
+        with open(path, "rb") as f:
+            r = c.audio.transcriptions.create(model=MODEL_NAME, file=f)
+        assert r.text == expected[path]
+        with open(path, "rb") as f:
+            text = c.audio.transcriptions.create(model=MODEL_NAME, file=f, response_format="text")
+        assert text.strip() == expected[path]
+        with open(path, "rb") as f:
+            v = c.audio.transcriptions.create(model=MODEL_NAME, file=f,
+                                              response_format="verbose_json",
+                                              timestamp_granularities=["segment"])
+        assert v.text == expected[path]
+        assert v.duration > 0.5
+        assert len(v.segments) == 1
+        assert v.segments[0].start == 0.0 and abs(v.segments[0].end - v.duration) < 1e-9
+        with open(path, "rb") as f:
+            srt = c.audio.transcriptions.create(model=MODEL_NAME, file=f, response_format="srt")
+        lines = srt.strip().split("\n")
+        assert lines[0] == "1"
+        assert re.fullmatch(r"00:00:00,000 --> 00:00:\d\d,\d\d\d", lines[1]), lines
+        assert lines[2] == expected[path]
+        with open(path, "rb") as f:
+            vtt = c.audio.transcriptions.create(model=MODEL_NAME, file=f, response_format="vtt")
+        assert vtt.startswith("WEBVTT\n\n00:00:00.000 --> ")
+
+
+def test_models_and_quantization_routes(server):
+    models = client(server).models.list()
+    assert [m.id for m in models.data] == [MODEL_NAME]
+    with urllib.request.urlopen(server.url + "/v1/quantization") as r:
+        info = json.load(r)
+    assert info["quantized_layers"] == 0 and info["summary"].startswith("full precision")
+
+
+def test_curl_multipart_and_a_decode_option_per_request(server):
+    path = FILES[2]
+    expected = cli_transcripts([path], "--decode-method", "ctc_greedy_search")[path]
+    r = subprocess.run(["curl", "-sS", "-F", f"file=@{path}", "-F", f"model={MODEL_NAME}",
+                        "-F", "decode_method=ctc_greedy_search",
+                        server.url + "/v1/audio/transcriptions"],
+                       capture_output=True, text=True, check=True)
+    assert json.loads(r.stdout) == {"text": expected}
+
+
+def test_concurrent_requests_are_batched_and_unchanged(server):
+    expected = cli_transcripts(FILES)
+    c = client(server)
+
+    def one(path):
+        with open(path, "rb") as f:
+            return path, c.audio.transcriptions.create(model=MODEL_NAME, file=f).text
+
+    with concurrent.futures.ThreadPoolExecutor(len(FILES)) as pool:
+        got = dict(pool.map(one, FILES * 2))
+    assert got == expected
+    with urllib.request.urlopen(server.url + "/metrics") as r:
+        metrics = r.read().decode()
+    # Some batch held more than one request (the 100 ms window collects them).
+    count = int(re.search(r"^oasr_batch_size_count (\d+)$", metrics, re.M).group(1))
+    singles = int(re.search(r'^oasr_batch_size_bucket\{le="1"\} (\d+)$', metrics, re.M).group(1))
+    assert count > singles, metrics
+    assert re.search(r'^oasr_requests_total\{route="/v1/audio/transcriptions",code="200"\} \d+$',
+                     metrics, re.M)
+    assert float(re.search(r"^oasr_audio_seconds_total (\S+)$", metrics, re.M).group(1)) > 10
