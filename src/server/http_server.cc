@@ -8,6 +8,7 @@
 #include <boost/asio/signal_set.hpp>
 #include <boost/asio/strand.hpp>
 #include <boost/beast/core.hpp>
+#include <boost/beast/websocket.hpp>
 
 #include <atomic>
 #include <csignal>
@@ -18,6 +19,7 @@
 
 #include "core/error.h"
 #include "core/logging.h"
+#include "server/stream_session.h"
 
 namespace oasr::server {
 namespace {
@@ -77,6 +79,10 @@ class Session : public std::enable_shared_from_this<Session> {
       close();
       return;
     }
+    if (beast::websocket::is_upgrade(parser_->get())) {
+      upgrade(parser_->release());
+      return;
+    }
     // Decoding time is not the client's idle time.
     stream_.expires_never();
     ++in_flight_;
@@ -87,6 +93,31 @@ class Session : public std::enable_shared_from_this<Session> {
       net::post(self->stream_.get_executor(),
                 [self, shared] { self->write(std::move(*shared), false); });
     });
+  }
+
+  // A WebSocket upgrade: only GET /v1/audio/stream takes one, with the key
+  // when --api-key is set; the socket then belongs to the stream session.
+  void upgrade(Request request) {
+    const std::string target(request.target().data(), request.target().size());
+    const std::string path = target.substr(0, target.find('?'));
+    if (path != "/v1/audio/stream") {
+      write(service_.error(request, path, http::status::not_found, "invalid_request_error",
+                           "not_found",
+                           "WebSocket upgrade on " + path + ": only /v1/audio/stream streams"),
+            true);
+      return;
+    }
+    if (auto refused = service_.refuse_unauthorized(request, path)) {
+      write(std::move(*refused), true);
+      return;
+    }
+    if (service_.draining()) {
+      write(service_.error(request, path, http::status::service_unavailable, "server_error",
+                           "draining", "the server is shutting down"),
+            true);
+      return;
+    }
+    start_stream_session(stream_.release_socket(), std::move(request), service_, options_);
   }
 
   void write(Response response, bool close_after) {

@@ -140,18 +140,9 @@ void TranscriptionService::handle(Request request, Reply reply) {
     return;
   }
   // The API routes take the key when one is configured; probes do not.
-  if (!options_.api_key.empty()) {
-    const std::string_view auth = header(request, http::field::authorization);
-    const std::string_view scheme = "Bearer ";
-    const bool bearer = auth.size() > scheme.size() && auth.substr(0, scheme.size()) == scheme;
-    if (!bearer || !same_secret(auth.substr(scheme.size()), options_.api_key)) {
-      reply(error(request, path, http::status::unauthorized, "invalid_request_error",
-                  "invalid_api_key",
-                  bearer ? "the API key is not this server's (--api-key)"
-                         : "missing 'Authorization: Bearer <key>' header; this server was "
-                           "started with --api-key"));
-      return;
-    }
+  if (auto refused = refuse_unauthorized(request, path)) {
+    reply(std::move(*refused));
+    return;
   }
   if (path == "/v1/models") {
     if (!only(http::verb::get)) return;
@@ -181,6 +172,12 @@ void TranscriptionService::handle(Request request, Reply reply) {
     }
     return;
   }
+  if (path == "/v1/audio/stream") {
+    reply(error(request, path, http::status::upgrade_required, "invalid_request_error",
+                "upgrade_required",
+                "/v1/audio/stream is a WebSocket: connect with a WebSocket client (ws://...)"));
+    return;
+  }
   if (path == "/v1/audio/transcriptions") {
     if (only(http::verb::post)) transcribe(request, std::move(reply));
     return;
@@ -188,7 +185,62 @@ void TranscriptionService::handle(Request request, Reply reply) {
   reply(error(request, path, http::status::not_found, "invalid_request_error", "not_found",
               "no route " + path +
                   "; this server answers POST /v1/audio/transcriptions, GET "
-                  "/v1/models, /v1/quantization, /health, /ready, /metrics"));
+                  "/v1/models, /v1/quantization, /health, /ready, /metrics and the WebSocket "
+                  "/v1/audio/stream"));
+}
+
+std::optional<Response> TranscriptionService::refuse_unauthorized(const Request& request,
+                                                                  const std::string& route) const {
+  if (options_.api_key.empty()) return std::nullopt;
+  const std::string_view auth = header(request, http::field::authorization);
+  const std::string_view scheme = "Bearer ";
+  const bool bearer = auth.size() > scheme.size() && auth.substr(0, scheme.size()) == scheme;
+  if (bearer && same_secret(auth.substr(scheme.size()), options_.api_key)) return std::nullopt;
+  return error(request, route, http::status::unauthorized, "invalid_request_error",
+               "invalid_api_key",
+               bearer ? "the API key is not this server's (--api-key)"
+                      : "missing 'Authorization: Bearer <key>' header; this server was started "
+                        "with --api-key");
+}
+
+TranscriptionService::StreamStart TranscriptionService::start_stream(
+    const std::string& first_message) const {
+  nlohmann::json start;
+  try {
+    start = nlohmann::json::parse(first_message);
+  } catch (const nlohmann::json::exception& e) {
+    OASR_THROW(kInvalidArgument, "the first message is not JSON (", e.what(),
+               "); send {\"sample_rate\": ", engine_.sample_rate(),
+               ", \"format\": \"pcm_s16le\"} before the audio");
+  }
+  OASR_CHECK(start.is_object(), kInvalidArgument,
+             "the first message must be a JSON object with \"sample_rate\"");
+  StreamStart out;
+  const auto rate = start.find("sample_rate");
+  OASR_CHECK(rate != start.end() && rate->is_number_integer(), kInvalidArgument,
+             "the first message needs \"sample_rate\" (an integer; this model takes ",
+             engine_.sample_rate(), ")");
+  OASR_CHECK(rate->get<int64_t>() == engine_.sample_rate(), kInvalidArgument, "\"sample_rate\" ",
+             rate->dump(), ": this model takes ", engine_.sample_rate(),
+             " Hz audio; resample on the client (streams are not resampled)");
+  start.erase("sample_rate");
+  if (const auto format = start.find("format"); format != start.end()) {
+    const std::string value = format->is_string() ? format->get<std::string>() : format->dump();
+    OASR_CHECK(value == "pcm_s16le" || value == "pcm_f32le", kInvalidArgument, "\"format\" '",
+               value, "': expected pcm_s16le (16-bit integers) or pcm_f32le (float32 in [-1, 1))");
+    out.format = value == "pcm_f32le" ? SampleFormat::kF32 : SampleFormat::kS16;
+    start.erase("format");
+  }
+  if (const auto model = start.find("model"); model != start.end()) {
+    OASR_CHECK(model->is_string() && model->get<std::string>() == options_.model_name, kNotFound,
+               "\"model\" ", model->dump(), " is not served here; this server serves '",
+               options_.model_name, "'");
+    start.erase("model");
+  }
+  engine::DecodeOverrides overrides = engine::decode_overrides_from_json(start);
+  if (!overrides.chunk_size && engine_.decode_options().chunk_size <= 0) overrides.chunk_size = 16;
+  out.session = engine_.start_session(overrides);
+  return out;
 }
 
 void TranscriptionService::transcribe(const Request& request, Reply reply) {

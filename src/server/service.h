@@ -13,6 +13,7 @@
 #include <chrono>
 #include <functional>
 #include <memory>
+#include <optional>
 #include <string>
 
 #include "engine/asr_engine.h"
@@ -56,10 +57,30 @@ class TranscriptionService {
                  const std::string& type, const std::string& code,
                  const std::string& message) const;
 
+  // GET /v1/audio/stream (server/stream_session.h): the first text message
+  // {"sample_rate": N, "format": "pcm_s16le" | "pcm_f32le", "model"?, decode
+  // options?} opens a streaming session; refused (oasr::Error naming the key)
+  // when the model does not stream, the rate is not the model's, or a key is
+  // unknown. Without chunk_size a session decodes in chunks of 16 frames.
+  enum class SampleFormat { kS16, kF32 };
+  struct StreamStart {
+    std::unique_ptr<engine::StreamingSession> session;
+    SampleFormat format = SampleFormat::kS16;
+  };
+  StreamStart start_stream(const std::string& first_message) const;
+  // Checks the Authorization header of a request when --api-key is set;
+  // empty when it passes, else the 401 reply.
+  std::optional<Response> refuse_unauthorized(const Request& request,
+                                              const std::string& route) const;
+  void count_request(const std::string& route, int status) const {
+    metrics_.count_request(route, status);
+  }
+
   // Stop taking transcriptions (503) and finish the queued ones.
   void drain();
   bool draining() const { return draining_; }
   const ServiceOptions& options() const { return options_; }
+  int engine_sample_rate() const { return engine_.sample_rate(); }
 
  private:
   void transcribe(const Request& request, Reply reply);

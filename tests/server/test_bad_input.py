@@ -179,6 +179,36 @@ def test_hostile_clients_leave_the_server_up(strict):
     assert strict.proc.poll() is None
 
 
+def rss_kib(pid):
+    with open(f"/proc/{pid}/status") as f:
+        return int(next(line for line in f if line.startswith("VmRSS:")).split()[1])
+
+
+def test_bad_requests_do_not_grow_memory(strict):
+    """Hundreds of refused, truncated and abandoned requests: the resident set
+    settles (a leak per request of even a few KiB of upload would show)."""
+    body, content_type = form(good_fields())
+
+    def round_of_abuse():
+        for i in range(60):
+            post(strict, body[: len(body) // 2], content_type, headers=AUTH)  # truncated form
+            post(strict, b"x" * 5000, "multipart/form-data; boundary=zz", headers=AUTH)
+            s, _ = raw(strict.port, b"POST /v1/audio/transcriptions HTTP/1.1\r\nHost: x\r\n"
+                       b"Content-Length: 90000\r\n\r\n" + b"y" * 20000, wait_reply=False)
+            s.close()
+
+    round_of_abuse()  # warm-up: allocator pools and buffers reach their size
+    before = rss_kib(strict.proc.pid)
+    for _ in range(3):
+        round_of_abuse()
+    after = rss_kib(strict.proc.pid)
+    print(f"server RSS {before} KiB -> {after} KiB after 540 abusive requests")
+    assert after - before < 8 * 1024, (before, after)
+    conn = http.client.HTTPConnection("127.0.0.1", strict.port, timeout=10)
+    conn.request("GET", "/health")
+    assert conn.getresponse().status == 200
+
+
 def test_queue_full_timeout_and_drain():
     require_binaries()
     # Batches close after 1.5 s, the queue holds 2, requests time out after 1 s.

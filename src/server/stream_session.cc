@@ -1,0 +1,173 @@
+// The WebSocket streaming session; see stream_session.h.
+#include "server/stream_session.h"
+
+#include <boost/beast/core.hpp>
+#include <boost/beast/websocket.hpp>
+#include <nlohmann/json.hpp>
+
+#include <cmath>
+#include <cstring>
+#include <string>
+#include <vector>
+
+#include "core/error.h"
+
+namespace oasr::server {
+namespace {
+
+namespace beast = boost::beast;
+namespace websocket = beast::websocket;
+using tcp = boost::asio::ip::tcp;
+
+constexpr const char* kRoute = "/v1/audio/stream";
+constexpr size_t kMaxMessageBytes = 4u << 20;
+
+class StreamSession : public std::enable_shared_from_this<StreamSession> {
+ public:
+  StreamSession(tcp::socket socket, TranscriptionService& service, const ListenOptions& options)
+      : ws_(std::move(socket)), service_(service), options_(options) {}
+
+  void run(Request request) {
+    beast::get_lowest_layer(ws_).expires_never();  // the websocket's own timeouts below
+    websocket::stream_base::timeout timeout{};
+    timeout.handshake_timeout = options_.idle_timeout;
+    timeout.idle_timeout = options_.idle_timeout;
+    timeout.keep_alive_pings = false;
+    ws_.set_option(timeout);
+    ws_.read_message_max(kMaxMessageBytes);
+    ws_.async_accept(request, [self = shared_from_this()](beast::error_code ec) {
+      if (ec) return;
+      self->service_.count_request(kRoute, 101);
+      self->read();
+    });
+  }
+
+ private:
+  void read() {
+    buffer_.clear();
+    ws_.async_read(buffer_, [self = shared_from_this()](beast::error_code ec, size_t) {
+      if (ec) return;  // closed, timed out, or a message over the limit: nothing to answer
+      self->on_message();
+    });
+  }
+
+  void on_message() {
+    const std::string data = beast::buffers_to_string(buffer_.data());
+    try {
+      if (ws_.got_text()) {
+        on_text(data);
+      } else {
+        on_audio(data);
+      }
+    } catch (const Error& e) {
+      fail(e);
+    }
+  }
+
+  void on_text(const std::string& data) {
+    if (!stream_.session) {
+      stream_ = service_.start_stream(data);
+      max_samples_ =
+          static_cast<size_t>(service_.options().max_audio_seconds * service_.engine_sample_rate());
+      read();
+      return;
+    }
+    nlohmann::json message = nlohmann::json::parse(data, nullptr, false);
+    OASR_CHECK(message.is_object() && message.value("type", "") == "end", kInvalidArgument,
+               "after the first message, a text message must be {\"type\": \"end\"}; audio goes "
+               "in binary messages");
+    OASR_CHECK(carry_.empty(), kInvalidArgument, "the stream ends inside a sample (", carry_.size(),
+               " stray bytes): send whole ",
+               stream_.format == TranscriptionService::SampleFormat::kS16 ? "16-bit" : "32-bit",
+               " samples");
+    const engine::Transcript final = stream_.session->finish();
+    nlohmann::json reply = {
+        {"type", "final"},
+        {"text", final.text},
+        {"tokens", final.tokens},
+        {"duration", static_cast<double>(samples_) / service_.engine_sample_rate()}};
+    send(reply.dump(), /*then_close=*/true);
+  }
+
+  void on_audio(const std::string& data) {
+    OASR_CHECK(stream_.session != nullptr, kInvalidArgument,
+               "audio arrived before the first message; send {\"sample_rate\": ",
+               service_.engine_sample_rate(), ", \"format\": \"pcm_s16le\"} first");
+    const size_t width = stream_.format == TranscriptionService::SampleFormat::kS16 ? 2 : 4;
+    carry_ += data;
+    const size_t count = carry_.size() / width;
+    std::vector<float> samples(count);
+    for (size_t i = 0; i < count; ++i) {
+      const char* p = carry_.data() + i * width;
+      if (width == 2) {
+        int16_t v;
+        std::memcpy(&v, p, 2);
+        samples[i] = static_cast<float>(v) / 32768.0f;
+      } else {
+        std::memcpy(&samples[i], p, 4);
+        OASR_CHECK(std::isfinite(samples[i]) && std::fabs(samples[i]) <= 64.0f, kInvalidArgument,
+                   "sample ", samples_ + i, " is ", samples[i],
+                   ": pcm_f32le samples are finite and normalised to [-1, 1)");
+      }
+    }
+    carry_.erase(0, count * width);
+    samples_ += count;
+    OASR_CHECK(samples_ <= max_samples_, kInvalidArgument,
+               "the stream is over --max-audio-seconds (", service_.options().max_audio_seconds,
+               " s); end it and start another");
+    const engine::Transcript partial = stream_.session->accept_waveform(samples);
+    if (partial.text != last_partial_) {
+      last_partial_ = partial.text;
+      send(nlohmann::json{{"type", "partial"}, {"text", partial.text}}.dump(), false);
+      return;
+    }
+    read();
+  }
+
+  void fail(const Error& e) {
+    service_.count_request(kRoute, 400);
+    nlohmann::json reply = {
+        {"type", "error"},
+        {"error",
+         {{"message", e.what()},
+          {"type", "invalid_request_error"},
+          {"code", e.code() == ErrorCode::kUnsupported ? "unsupported" : "invalid_stream"}}}};
+    closing_code_ = websocket::close_code::policy_error;
+    send(reply.dump(), true);
+  }
+
+  void send(std::string text, bool then_close) {
+    outgoing_ = std::move(text);
+    ws_.text(true);
+    ws_.async_write(boost::asio::buffer(outgoing_),
+                    [self = shared_from_this(), then_close](beast::error_code ec, size_t) {
+                      if (ec) return;
+                      if (then_close) {
+                        self->ws_.async_close(self->closing_code_, [self](beast::error_code) {});
+                        return;
+                      }
+                      self->read();
+                    });
+  }
+
+  websocket::stream<beast::tcp_stream> ws_;
+  TranscriptionService& service_;
+  const ListenOptions& options_;
+  beast::flat_buffer buffer_;
+  TranscriptionService::StreamStart stream_;
+  std::string carry_;  // bytes of a sample split across messages
+  size_t samples_ = 0;
+  size_t max_samples_ = 0;
+  std::string last_partial_;
+  std::string outgoing_;
+  websocket::close_code closing_code_ = websocket::close_code::normal;
+};
+
+}  // namespace
+
+void start_stream_session(tcp::socket socket, Request request, TranscriptionService& service,
+                          const ListenOptions& options) {
+  std::make_shared<StreamSession>(std::move(socket), service, options)->run(std::move(request));
+}
+
+}  // namespace oasr::server

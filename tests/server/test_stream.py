@@ -1,0 +1,154 @@
+"""GET /v1/audio/stream: a real prompt streamed over a WebSocket in uneven
+pieces gives the final text of `oasr transcribe --chunk-size 16`; bad
+streams get an error message naming the problem, the server stays up."""
+import asyncio
+import json
+import os
+import wave
+
+import pytest
+import websockets
+
+from conftest import MODEL, Server, cli_transcripts, require_binaries, sound
+
+WHISPER = os.environ.get("OASR_WHISPER_DIR", "")
+
+
+def pcm(path):
+    with wave.open(path) as w:
+        assert w.getsampwidth() == 2 and w.getnchannels() == 1
+        return w.getframerate(), w.readframes(w.getnframes())
+
+
+async def stream(url, start, pieces, end=True):
+    messages = []
+    async with websockets.connect(url, max_size=None) as ws:
+        await ws.send(json.dumps(start))
+        for piece in pieces:
+            await ws.send(piece)
+        if end:
+            await ws.send(json.dumps({"type": "end"}))
+        try:
+            while True:
+                messages.append(json.loads(await ws.recv()))
+        except websockets.ConnectionClosed:
+            pass
+        return messages, ws.close_code
+
+
+def uneven(data):
+    """Pieces of 1, 333, 4097, 1, 12000, ... bytes: samples split across messages."""
+    sizes = [1, 333, 4097, 1, 12000, 7]
+    out, pos, i = [], 0, 0
+    while pos < len(data):
+        out.append(data[pos:pos + sizes[i % len(sizes)]])
+        pos += sizes[i % len(sizes)]
+        i += 1
+    return out
+
+
+@pytest.fixture(scope="module")
+def ws_server():
+    require_binaries()
+    s = Server("--idle-timeout-s", "3")
+    yield s
+    assert s.stop() == 0, "".join(s.log)
+
+
+@pytest.mark.parametrize("name", ["agent-loginok", "vm-goodbye", "conf-onlyperson"])
+def test_uneven_pieces_give_the_chunked_transcript(ws_server, name):
+    path = sound(name)
+    expected = cli_transcripts([path], "--chunk-size", "16")[path]
+    rate, data = pcm(path)
+    messages, code = asyncio.run(stream(f"ws://127.0.0.1:{ws_server.port}/v1/audio/stream",
+                                        {"sample_rate": rate, "format": "pcm_s16le"},
+                                        uneven(data)))
+    assert code == 1000
+    assert messages[-1]["type"] == "final", messages
+    assert messages[-1]["text"] == expected
+    assert abs(messages[-1]["duration"] - len(data) / 2 / rate) < 1e-9
+    partials = [m["text"] for m in messages[:-1]]
+    assert all(m["type"] == "partial" for m in messages[:-1])
+    assert partials, "no partial result while the audio arrived"
+    assert len(set(partials)) == len(partials)  # sent only when the text changes
+
+
+def test_float_samples_and_a_decode_option(ws_server):
+    import array
+    path = sound("vm-goodbye")
+    expected = cli_transcripts([path], "--chunk-size", "8")[path]
+    rate, data = pcm(path)
+    ints = array.array("h", data)
+    floats = array.array("f", (v / 32768.0 for v in ints)).tobytes()
+    messages, _ = asyncio.run(stream(f"ws://127.0.0.1:{ws_server.port}/v1/audio/stream",
+                                     {"sample_rate": rate, "format": "pcm_f32le",
+                                      "chunk_size": 8}, uneven(floats)))
+    assert messages[-1] == {"type": "final", "text": expected, "tokens": messages[-1]["tokens"],
+                            "duration": messages[-1]["duration"]}
+
+
+BAD = [
+    ("not json", "hello", [], "not JSON"),
+    ("no rate", {"format": "pcm_s16le"}, [], "sample_rate"),
+    ("wrong rate", {"sample_rate": 44100}, [], "8000 Hz"),
+    ("bad format", {"sample_rate": 8000, "format": "mp3"}, [], "pcm_s16le"),
+    ("unknown key", {"sample_rate": 8000, "colour": "red"}, [], "colour"),
+    ("bad option", {"sample_rate": 8000, "beam_size": 0}, [], "beam_size"),
+    ("stray byte", {"sample_rate": 8000}, [b"\x00\x01\x02"], "stray bytes"),
+    ("nan float", {"sample_rate": 8000, "format": "pcm_f32le"}, [b"\x00\x00\xc0\x7f"], "finite"),
+]
+
+
+@pytest.mark.parametrize("name,start,pieces,words", BAD, ids=[b[0] for b in BAD])
+def test_bad_streams_are_refused_by_name(ws_server, name, start, pieces, words):
+    async def run():
+        async with websockets.connect(f"ws://127.0.0.1:{ws_server.port}/v1/audio/stream") as ws:
+            await ws.send(start if isinstance(start, str) else json.dumps(start))
+            for piece in pieces:
+                await ws.send(piece)
+            await ws.send(json.dumps({"type": "end"}))
+            reply = json.loads(await ws.recv())
+            with pytest.raises(websockets.ConnectionClosed):
+                await ws.recv()
+            return reply, ws.close_code
+
+    reply, code = asyncio.run(run())
+    assert reply["type"] == "error", reply
+    assert words in reply["error"]["message"], reply
+    assert code == 1008
+
+
+def test_audio_before_the_start_and_silence(ws_server):
+    async def early():
+        async with websockets.connect(f"ws://127.0.0.1:{ws_server.port}/v1/audio/stream") as ws:
+            await ws.send(b"\x00\x00" * 100)
+            return json.loads(await ws.recv())
+
+    reply = asyncio.run(early())
+    assert "before the first message" in reply["error"]["message"]
+
+    async def silent():
+        async with websockets.connect(f"ws://127.0.0.1:{ws_server.port}/v1/audio/stream") as ws:
+            await ws.send(json.dumps({"sample_rate": 8000}))
+            with pytest.raises(websockets.ConnectionClosed):
+                await asyncio.wait_for(ws.recv(), timeout=10)  # dropped after --idle-timeout-s
+
+    asyncio.run(silent())
+    import urllib.request
+    with urllib.request.urlopen(ws_server.url + "/health") as r:
+        assert r.status == 200
+
+
+def test_a_model_that_does_not_stream_is_refused_by_name():
+    if not WHISPER or not os.path.isdir(WHISPER):
+        pytest.skip("OASR_WHISPER_DIR (Whisper tiny.en, converted by the whisper fixture) is absent")
+    require_binaries()
+    s = Server(model=WHISPER)
+    try:
+        messages, code = asyncio.run(stream(f"ws://127.0.0.1:{s.port}/v1/audio/stream",
+                                            {"sample_rate": 16000}, []))
+        assert messages[0]["type"] == "error"
+        assert "Whisper does not stream" in messages[0]["error"]["message"], messages
+        assert code == 1008
+    finally:
+        assert s.stop() == 0
