@@ -25,10 +25,19 @@
 
 namespace oasr::engine {
 
+// Where a token sits in the audio, in seconds from the utterance's start.
+struct TokenTime {
+  double start = 0.0;
+  double end = 0.0;
+};
+
 struct Transcript {
   std::string text;
   std::vector<int64_t> tokens;
   double score = 0.0;  // the chosen hypothesis' score under the decode method
+  // One per token where the architecture aligns them (U2++: the CTC forced
+  // alignment of the chosen hypothesis, decode/ctc_alignment.h); else empty.
+  std::vector<TokenTime> token_times;
 };
 
 // Audio in pieces -> partial results, then the final one.

@@ -3,6 +3,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include <algorithm>
 #include <cmath>
 #include <cstdio>
 
@@ -31,6 +32,11 @@ std::string subtitle_time(double seconds, char millisecond_separator) {
 
 Rendered render_transcript(ResponseFormat format, const engine::Transcript& transcript,
                            double duration_seconds) {
+  // The segment spans the aligned tokens where the model aligns them.
+  const auto& times = transcript.token_times;
+  const double start = times.empty() ? 0.0 : std::min(times.front().start, duration_seconds);
+  const double end =
+      times.empty() ? duration_seconds : std::min(times.back().end, duration_seconds);
   switch (format) {
     case ResponseFormat::kJson:
       return {"application/json", nlohmann::json{{"text", transcript.text}}.dump()};
@@ -39,8 +45,8 @@ Rendered render_transcript(ResponseFormat format, const engine::Transcript& tran
     case ResponseFormat::kVerboseJson: {
       nlohmann::ordered_json segment = {{"id", 0},
                                         {"seek", 0},
-                                        {"start", 0.0},
-                                        {"end", duration_seconds},
+                                        {"start", start},
+                                        {"end", end},
                                         {"text", transcript.text},
                                         {"tokens", transcript.tokens},
                                         {"temperature", 0.0}};
@@ -51,13 +57,13 @@ Rendered render_transcript(ResponseFormat format, const engine::Transcript& tran
       return {"application/json", body.dump()};
     }
     case ResponseFormat::kSrt:
-      return {"text/plain; charset=utf-8", "1\n" + subtitle_time(0.0, ',') + " --> " +
-                                               subtitle_time(duration_seconds, ',') + "\n" +
-                                               transcript.text + "\n\n"};
+      return {"text/plain; charset=utf-8", "1\n" + subtitle_time(start, ',') + " --> " +
+                                               subtitle_time(end, ',') + "\n" + transcript.text +
+                                               "\n\n"};
     case ResponseFormat::kVtt:
-      return {"text/vtt; charset=utf-8", "WEBVTT\n\n" + subtitle_time(0.0, '.') + " --> " +
-                                             subtitle_time(duration_seconds, '.') + "\n" +
-                                             transcript.text + "\n\n"};
+      return {"text/vtt; charset=utf-8", "WEBVTT\n\n" + subtitle_time(start, '.') + " --> " +
+                                             subtitle_time(end, '.') + "\n" + transcript.text +
+                                             "\n\n"};
   }
   OASR_THROW(kInternal, "unknown response format");
 }

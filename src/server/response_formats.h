@@ -1,7 +1,8 @@
 // The transcription API's response_format values, as OpenAI defines them:
 // json {"text"}, text, verbose_json (task, language, duration, text,
-// segments), srt and vtt. A segment here is the whole utterance: [0,
-// duration] (the recognizers do not return timestamps yet).
+// segments), srt and vtt. One segment per utterance, from its first aligned
+// token's start to its last one's end (Transcript::token_times); the whole
+// audio where the model gives no times.
 #pragma once
 
 #include <optional>

@@ -21,11 +21,15 @@ import argparse
 import json
 import math
 import os
+import sys
 from collections import defaultdict
 
 import torch
 from torch.nn.utils.rnn import pad_sequence
 from safetensors.torch import save_file
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "u2pp"))
+from u2pp_search import forced_align  # noqa: E402 (the oracle's searches live there)
 
 CASES = []
 TENSORS = {}
@@ -376,6 +380,42 @@ def padding_cases(gen):
                  ys_pad=ys, ys_lens=ys_lens, ys_in=ys_in, ys_out=ys_out, reversed=reversed_ys)
 
 
+# ---- CTC forced alignment (the definition in src/decode/ctc_alignment.h) ----
+
+
+def brute_force_best(log_probs, tokens, blank=0):
+    """The best score over every frame labelling that collapses to `tokens`
+    (tiny cases only): checks forced_align's optimum independently."""
+    import itertools
+    T, V = log_probs.shape
+    lp = log_probs.tolist()
+    best = NEG_INF
+    for path in itertools.product(range(V), repeat=T):
+        if collapse(list(path), blank) != list(tokens):
+            continue
+        best = max(best, sum(float(lp[t][path[t]]) for t in range(T)))
+    return best
+
+
+def align_cases(made):
+    count = 0
+    for name, log_probs, nbest in made:
+        T, V = log_probs.shape
+        for which, (hyp, _) in enumerate(nbest[:2]):
+            if not hyp:
+                continue
+            spans, best = forced_align(log_probs, list(hyp))
+            if best == NEG_INF:  # no finite path: refused by oasr, tested there
+                continue
+            if V ** T <= 5000:
+                assert best == brute_force_best(log_probs, hyp), (name, hyp)
+            add_case(f"align_{name}_h{which}", "align", {}, log_probs=log_probs,
+                     tokens=torch.tensor(list(hyp), dtype=torch.int64),
+                     spans=torch.tensor(spans, dtype=torch.int64))
+            count += 1
+    assert count > 20, count
+
+
 def main():
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument("--out", required=True, help="directory to write cases.safetensors to")
@@ -383,7 +423,8 @@ def main():
     torch.manual_seed(20240612)
     gen = torch.Generator().manual_seed(20240612)
     made = ctc_cases(gen, CTC_SPECS)
-    ctc_cases(gen, sweep_specs(gen), prefix="sweep")
+    swept = ctc_cases(gen, sweep_specs(gen), prefix="sweep")
+    align_cases(made + swept)
     greedy_batch_cases(gen)
     topk_cases(gen)
     rescore_cases(made, gen)

@@ -23,6 +23,7 @@
 
 #include "core/error.h"
 #include "decode/attention_rescoring.h"
+#include "decode/ctc_alignment.h"
 #include "decode/ctc_search.h"
 #include "io/safetensors.h"
 #include "support/test_support.h"
@@ -164,6 +165,33 @@ TEST(DecodeOracle, GreedySearchMatchesWenet) {
     const auto want = token_rows(role(c, "tokens"), role(c, "token_lengths"));
     EXPECT_EQ(ctc_greedy_search(role(c, "log_probs"), role(c, "lengths")), want);
   }
+}
+
+// The forced alignment of each CTC case's best hypotheses: the frames of
+// every token equal the oracle's Viterbi path (whose optimum the generator
+// checks against every labelling on the small cases).
+TEST(DecodeOracle, ForcedAlignmentMatchesTheViterbiPath) {
+  const std::vector<json> cases = cases_of("align");
+  ASSERT_GT(cases.size(), 20u);
+  for (const json& c : cases) {
+    SCOPED_TRACE(c.at("name").get<std::string>());
+    const std::vector<int64_t> tokens = int64_values(role(c, "tokens"));
+    const std::vector<int64_t> spans = int64_values(role(c, "spans"));
+    const auto got = ctc_forced_align(role(c, "log_probs"), tokens);
+    ASSERT_EQ(got.size() * 2, spans.size());
+    for (size_t k = 0; k < got.size(); ++k) {
+      EXPECT_EQ(got[k].token, tokens[k]);
+      EXPECT_EQ(got[k].start_frame, spans[2 * k]) << "token " << k;
+      EXPECT_EQ(got[k].end_frame, spans[2 * k + 1]) << "token " << k;
+    }
+  }
+  // Refusals: a blank or out-of-range token, too few frames for a repeat.
+  const Tensor three = Tensor::full({3, 4}, -1.0f);
+  const std::vector<int64_t> blank = {0}, big = {4}, repeat = {2, 2, 2};
+  EXPECT_THROW(ctc_forced_align(three, blank), Error);
+  EXPECT_THROW(ctc_forced_align(three, big), Error);
+  EXPECT_THROW(ctc_forced_align(three, repeat), Error);  // needs 5 frames
+  EXPECT_TRUE(ctc_forced_align(three, {}).empty());
 }
 
 TEST(DecodeOracle, PaddingHelpersMatchWenet) {

@@ -168,6 +168,18 @@ TEST_P(EngineOracle, TokensAndTextMatchWenet) {
     // WeNet's CharTokenizer joins the units as they are (U+2581 kept).
     EXPECT_EQ(got[i].text, want.at("text").get<std::string>())
         << utt << " " << method << " " << mode.name;
+    if (got[i].tokens == ids_of(want)) {
+      // Token times: the oracle's CTC forced alignment of the same tokens,
+      // encoder frame f at f * 4 (conv2d subsampling) * 10 ms.
+      const json& frames = want.at("align_frames");
+      ASSERT_EQ(got[i].token_times.size(), frames.size()) << utt << " " << method;
+      for (size_t k = 0; k < frames.size(); ++k) {
+        EXPECT_DOUBLE_EQ(got[i].token_times[k].start, frames[k][0].get<double>() * 0.04)
+            << utt << " " << method << " " << mode.name << " token " << k;
+        EXPECT_DOUBLE_EQ(got[i].token_times[k].end, frames[k][1].get<double>() * 0.04)
+            << utt << " " << method << " " << mode.name << " token " << k;
+      }
+    }
     if (method == "ctc_prefix_beam_search" && got[i].tokens == ids_of(want)) {
       // float64 log-add of the same float32 log-probs: only fp32 noise of the
       // encoder (<= 2.1e-5 a frame, README) accumulated over <= 100 frames.

@@ -5,6 +5,7 @@
 
 #include "core/error.h"
 #include "decode/attention_rescoring.h"
+#include "decode/ctc_alignment.h"
 #include "models/u2pp/materialize.h"
 #include "models/u2pp/native_checkpoint.h"
 #include "quant/apply_links.h"
@@ -244,6 +245,16 @@ Transcript U2ppRecognizer::decode_utterance(const Tensor& ctc_log_probs, const T
     }
   }
   t.text = detokenize(t.tokens);
+  // Token times from the CTC alignment of the chosen tokens: encoder frame f
+  // starts at input frame f * subsampling rate (WeNet's timestamp rule).
+  const double seconds_per_frame =
+      static_cast<double>(
+          models::subsampling_geometry(source_.config.model.encoder.input_layer).rate) *
+      fbank_->options().frame_shift_ms / 1000.0;
+  for (const decode::TokenSpan& span : decode::ctc_forced_align(ctc_log_probs, t.tokens, blank)) {
+    t.token_times.push_back({static_cast<double>(span.start_frame) * seconds_per_frame,
+                             static_cast<double>(span.end_frame) * seconds_per_frame});
+  }
   return t;
 }
 

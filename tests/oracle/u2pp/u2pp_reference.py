@@ -24,7 +24,7 @@ import yaml
 from u2pp_frontend import fbank, load_json_cmvn, read_wav, to_model_input
 from u2pp_model import U2pp, U2ppConfig
 from u2pp_search import (attention_rescoring, ctc_greedy_search, ctc_prefix_beam_search,
-                         greedy_margin)
+                         forced_align, greedy_margin)
 
 
 @dataclass(frozen=True)
@@ -149,17 +149,23 @@ def decode_one(model, enc: torch.Tensor, log_probs: torch.Tensor, length: int,
     # JSON has no Infinity: a decision that was never taken is null.
     margins = {k: (v if math.isfinite(v) else None) for k, v in margins.items()}
     prefix_best = list(nbest[0][0])
+
+    def frames(tokens):
+        # Each token's [start, end) encoder frames on the CTC forced alignment.
+        return forced_align(log_probs[:length], list(tokens), blank)[0] if tokens else []
+
     return {
         "encoder_frames": length,
         "margins": margins,
-        "ctc_greedy_search": _hyp(greedy, units),
+        "ctc_greedy_search": {**_hyp(greedy, units), "align_frames": frames(greedy)},
         "ctc_prefix_beam_search": {
             **_hyp(prefix_best, units), "score": nbest[0][1],
             "nbest": [{"tokens": list(h), "score": s} for h, s in nbest],
+            "align_frames": frames(prefix_best),
         },
         "attention_rescoring": {
             **_hyp(best, units), "score": best_score,
-            "per_hypothesis": rows,
+            "per_hypothesis": rows, "align_frames": frames(best),
         },
     }
 

@@ -178,3 +178,49 @@ def attention_rescoring(model, encoder_out: torch.Tensor, nbest, ctc_weight: flo
         if row["total"] > best:
             best, best_index = row["total"], i
     return hyps[best_index], best, rows
+
+
+def forced_align(log_probs, tokens, blank=0):
+    """CTC forced alignment (src/decode/ctc_alignment.h states the rule).
+    Viterbi over blank, t1, blank, ..., tL, blank. Predecessors are tried
+    as stay, advance by one, skip a blank (between different tokens); a later
+    one wins only when strictly better; at the end a blank ending wins ties.
+    Returns ([(start, end)] per token, best path score)."""
+    T = log_probs.shape[0]
+    lp = log_probs.tolist()
+    labels = []
+    for t in tokens:
+        labels += [blank, t]
+    labels.append(blank)
+    S = len(labels)
+    score = [NEG_INF] * S
+    score[0] = float(lp[0][blank])
+    score[1] = float(lp[0][tokens[0]])
+    back = [[None] * S for _ in range(T)]
+    for t in range(1, T):
+        nxt = [NEG_INF] * S
+        for s in range(S):
+            cands = [s]
+            if s >= 1:
+                cands.append(s - 1)
+            if s >= 2 and s % 2 == 1 and labels[s] != labels[s - 2]:
+                cands.append(s - 2)
+            best, frm = score[cands[0]], cands[0]
+            for c in cands[1:]:
+                if score[c] > best:
+                    best, frm = score[c], c
+            nxt[s] = NEG_INF if best == NEG_INF else best + float(lp[t][labels[s]])
+            back[t][s] = frm
+        score = nxt
+    state = S - 1 if score[S - 1] >= score[S - 2] else S - 2
+    best_score = score[state]
+    spans = [[-1, -1] for _ in tokens]
+    for t in range(T - 1, -1, -1):
+        if state % 2 == 1:
+            k = state // 2
+            if spans[k][1] < 0:
+                spans[k][1] = t + 1
+            spans[k][0] = t
+        if t > 0:
+            state = back[t][state]
+    return spans, best_score
