@@ -1,6 +1,7 @@
 // Compiled only in builds without CUDA: every CUDA request is refused by name.
 #include "core/device.h"
 #include "core/device_graph.h"
+#include "core/device_memory.h"
 #include "core/error.h"
 
 namespace oasr {
@@ -16,6 +17,10 @@ bool cuda_available() {
 }
 int cuda_device_count() {
   return 0;
+}
+
+DeviceMemory cuda_memory(int) {
+  return {};
 }
 
 // Without CUDA nothing records: callers run their work eagerly.

@@ -1,7 +1,10 @@
 // Prometheus metrics; see metrics.h.
 #include "server/metrics.h"
 
+#include <unistd.h>
+
 #include <cmath>
+#include <fstream>
 #include <sstream>
 
 namespace oasr::server {
@@ -63,7 +66,7 @@ void Metrics::observe_request(double seconds, double audio_seconds) {
   audio_milliseconds_ += static_cast<uint64_t>(std::llround(audio_seconds * 1e3));
 }
 
-std::string Metrics::render(size_t queue_depth, int64_t device_memory_bytes) const {
+std::string Metrics::render(size_t queue_depth, const DeviceMemory& device) const {
   std::ostringstream out;
   out << "# HELP oasr_requests_total HTTP requests answered, by route and status code.\n"
          "# TYPE oasr_requests_total counter\n";
@@ -91,10 +94,21 @@ std::string Metrics::render(size_t queue_depth, int64_t device_memory_bytes) con
   out << "# HELP oasr_rtfx Audio seconds per engine second since start (0 before the first).\n"
          "# TYPE oasr_rtfx gauge\noasr_rtfx "
       << number(decode > 0 ? audio / decode : 0.0) << "\n";
-  if (device_memory_bytes >= 0) {
-    out << "# HELP oasr_device_memory_bytes Device memory in use by this process.\n"
-           "# TYPE oasr_device_memory_bytes gauge\noasr_device_memory_bytes "
-        << device_memory_bytes << "\n";
+  if (device.reserved_bytes >= 0) {
+    out << "# HELP oasr_device_memory_used_bytes Device memory in live allocations.\n"
+           "# TYPE oasr_device_memory_used_bytes gauge\noasr_device_memory_used_bytes "
+        << device.used_bytes << "\n";
+    out << "# HELP oasr_device_memory_reserved_bytes Device memory held by this process's pool.\n"
+           "# TYPE oasr_device_memory_reserved_bytes gauge\noasr_device_memory_reserved_bytes "
+        << device.reserved_bytes << "\n";
+  }
+  // Prometheus' standard process metric, from /proc/self/statm (pages).
+  std::ifstream statm("/proc/self/statm");
+  long long pages_total = 0, pages_resident = 0;
+  if (statm >> pages_total >> pages_resident) {
+    out << "# HELP process_resident_memory_bytes Resident memory size in bytes.\n"
+           "# TYPE process_resident_memory_bytes gauge\nprocess_resident_memory_bytes "
+        << pages_resident * static_cast<long long>(::sysconf(_SC_PAGESIZE)) << "\n";
   }
   return out.str();
 }

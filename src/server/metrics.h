@@ -11,6 +11,8 @@
 #include <string>
 #include <vector>
 
+#include "core/device_memory.h"
+
 namespace oasr::server {
 
 class Histogram {
@@ -34,8 +36,9 @@ class Metrics {
   void count_request(const std::string& route, int status);
   void observe_batch(size_t size, double seconds);
   void observe_request(double seconds, double audio_seconds);
-  // `queue_depth` and `device_memory_bytes` are sampled by the caller.
-  std::string render(size_t queue_depth, int64_t device_memory_bytes) const;
+  // `queue_depth` and `device` are sampled by the caller (device fields -1:
+  // not served on a device, lines left out).
+  std::string render(size_t queue_depth, const DeviceMemory& device) const;
 
  private:
   mutable std::mutex requests_mutex_;

@@ -135,7 +135,7 @@ void TranscriptionService::handle(Request request, Reply reply) {
   if (path == "/metrics") {
     if (only(http::verb::get)) {
       reply(respond(request, path, http::status::ok, "text/plain; version=0.0.4",
-                    metrics_.render(batcher_->queue_depth(), -1)));
+                    metrics_.render(batcher_->queue_depth(), device_memory())));
     }
     return;
   }
@@ -187,6 +187,11 @@ void TranscriptionService::handle(Request request, Reply reply) {
                   "; this server answers POST /v1/audio/transcriptions, GET "
                   "/v1/models, /v1/quantization, /health, /ready, /metrics and the WebSocket "
                   "/v1/audio/stream"));
+}
+
+DeviceMemory TranscriptionService::device_memory() const {
+  const Device device = engine_.config().served_device();
+  return device.is_cuda() ? cuda_memory(device.index) : DeviceMemory{};
 }
 
 std::optional<Response> TranscriptionService::refuse_unauthorized(const Request& request,

@@ -16,6 +16,7 @@
 #include <optional>
 #include <string>
 
+#include "core/device_memory.h"
 #include "engine/asr_engine.h"
 #include "server/batcher.h"
 #include "server/metrics.h"
@@ -84,6 +85,7 @@ class TranscriptionService {
 
  private:
   void transcribe(const Request& request, Reply reply);
+  DeviceMemory device_memory() const;  // of the served device; -1s on the CPU
   Response respond(const Request& request, const std::string& route, http::status status,
                    std::string content_type, std::string body) const;
 

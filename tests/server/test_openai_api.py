@@ -95,3 +95,6 @@ def test_concurrent_requests_are_batched_and_unchanged(server):
     assert re.search(r'^oasr_requests_total\{route="/v1/audio/transcriptions",code="200"\} \d+$',
                      metrics, re.M)
     assert float(re.search(r"^oasr_audio_seconds_total (\S+)$", metrics, re.M).group(1)) > 10
+    rss = int(re.search(r"^process_resident_memory_bytes (\d+)$", metrics, re.M).group(1))
+    assert 10 << 20 < rss < 8 << 30, rss
+    assert "oasr_device_memory" not in metrics  # served on the CPU

@@ -15,6 +15,7 @@
 #include "core/cuda/device_guard.h"
 #include "core/cuda/stream.h"
 #include "core/device.h"
+#include "core/device_memory.h"
 
 namespace oasr {
 
@@ -197,6 +198,25 @@ int cuda_device_count() {
 
 bool cuda_available() {
   return cuda_device_count() > 0;
+}
+
+DeviceMemory cuda_memory(int index) {
+  DeviceMemory out;
+  cudaMemPool_t pool = nullptr;
+  if (index < 0 || index >= cuda_device_count() ||
+      cudaDeviceGetDefaultMemPool(&pool, index) != cudaSuccess) {
+    cudaGetLastError();
+    return out;
+  }
+  std::uint64_t used = 0, reserved = 0;  // cuuint64_t, as the attributes are documented
+  if (cudaMemPoolGetAttribute(pool, cudaMemPoolAttrUsedMemCurrent, &used) == cudaSuccess &&
+      cudaMemPoolGetAttribute(pool, cudaMemPoolAttrReservedMemCurrent, &reserved) == cudaSuccess) {
+    out.used_bytes = static_cast<int64_t>(used);
+    out.reserved_bytes = static_cast<int64_t>(reserved);
+  } else {
+    cudaGetLastError();
+  }
+  return out;
 }
 
 }  // namespace oasr
