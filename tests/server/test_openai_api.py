@@ -8,8 +8,9 @@ import subprocess
 import urllib.request
 
 import openai
+import pytest
 
-from conftest import MODEL, cli_transcripts, sound
+from conftest import MODEL, Server, cli_transcripts, sound
 
 MODEL_NAME = os.path.basename(os.path.normpath(MODEL))
 FILES = [sound(n) for n in ("agent-loginok", "vm-goodbye", "auth-thankyou", "vm-password",
@@ -98,3 +99,31 @@ def test_concurrent_requests_are_batched_and_unchanged(server):
     rss = int(re.search(r"^process_resident_memory_bytes (\d+)$", metrics, re.M).group(1))
     assert 10 << 20 < rss < 8 << 30, rss
     assert "oasr_device_memory" not in metrics  # served on the CPU
+
+
+def test_whisper_through_the_sdk():
+    """The other architecture behind the same API: Whisper tiny.en (converted
+    by the whisper fixture), 16 kHz model, 8 kHz prompt resampled by the server."""
+    whisper = os.environ.get("OASR_WHISPER_DIR", "")
+    if not whisper or not os.path.isdir(whisper):
+        pytest.skip("OASR_WHISPER_DIR (Whisper tiny.en, converted by the whisper fixture) is absent")
+    path = FILES[0]
+    r = subprocess.run([os.environ["OASR_CLI_BINARY"], "transcribe", "--ckpt-dir", whisper, path],
+                       capture_output=True, text=True, check=True)
+    expected = r.stdout.rstrip("\n").split("\t", 1)[1]
+    s = Server(model=whisper)
+    try:
+        name = os.path.basename(os.path.normpath(whisper))
+        with open(path, "rb") as f:
+            got = client(s).audio.transcriptions.create(model=name, file=f)
+        assert got.text == expected
+        beam = subprocess.run(["curl", "-sS", "-F", f"file=@{path}", "-F", f"model={name}",
+                               "-F", "decode_method=beam_search", "-F", "beam_size=5",
+                               s.url + "/v1/audio/transcriptions"],
+                              capture_output=True, text=True, check=True)
+        cli_beam = subprocess.run([os.environ["OASR_CLI_BINARY"], "transcribe", "--ckpt-dir",
+                                   whisper, "--decode-method", "beam_search", "--beam-size", "5",
+                                   path], capture_output=True, text=True, check=True)
+        assert json.loads(beam.stdout)["text"] == cli_beam.stdout.rstrip("\n").split("\t", 1)[1]
+    finally:
+        assert s.stop() == 0
