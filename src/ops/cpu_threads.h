@@ -1,8 +1,9 @@
 // One thread count for every CPU op: oasr's worker pool (ops/cpu/worker_pool.h:
-// the int8 GEMM lanes, quantizers, softmax, activations) and OpenBLAS's pool
-// (the float32 GEMMs) are set together, so the two never run more threads
-// than the count between them (they take turns: an op runs on one or the
-// other). EngineConfig::threads and every CLI's --threads end here.
+// the float32 and int8 GEMMs, quantizers, softmax, activations). OpenBLAS's
+// pool is set to the same count: no oasr op calls OpenBLAS any more (the
+// float32 GEMM is ops/cpu/gemm.h's, for batch invariance), but the library
+// is still linked, and a caller's BLAS never oversubscribes the cores.
+// EngineConfig::threads and every CLI's --threads end here.
 #pragma once
 
 #include <cstdint>

@@ -6,6 +6,8 @@
 #include <nlohmann/json.hpp>
 
 #include <fstream>
+#include <string>
+#include <vector>
 
 #include "cli/cli_test_util.h"
 
@@ -104,6 +106,47 @@ TEST(CliEval, ScoresAManifestAgainstItsReferences) {
       run_oasr({"eval", "--manifest", bad, "--ckpt-dir", model_dir().string()});
   EXPECT_EQ(refused.exit_code, 1);
   EXPECT_NE(refused.err.find("line 2"), std::string::npos) << refused.err;
+}
+
+// Batch invariance on the CPU, end to end: ten real prompts of 1.7-22 s
+// decoded in batches of 8 (so each is padded to its batch's longest) give
+// each prompt the tokens and the score (every bit of the double) it has
+// alone, in float32 and with online int8_w8a8.
+TEST(CliTranscribeBatch, RealPromptsGiveTheirAloneResultsInABatch) {
+  const std::string sounds = "/usr/share/asterisk/sounds/en/";
+  std::vector<std::string> files;
+  for (const char* name :
+       {"agent-loginok", "vm-goodbye", "auth-thankyou", "vm-password", "conf-onlyperson",
+        "vm-intro", "agent-pass", "privacy-thankyou", "demo-echotest", "vm-options"}) {
+    files.push_back(sounds + name + ".wav");
+  }
+  if (!std::ifstream(files.back()).good()) {
+    GTEST_SKIP() << files.back() << " is missing (asterisk-core-sounds-en-wav, scripts/setup.sh)";
+  }
+  const std::string model = std::string(OASR_SOURCE_DIR) + "/models/oasr-u2pp-char-8k";
+  for (const std::vector<std::string>& scheme :
+       std::vector<std::vector<std::string>>{{}, {"--quantization", "int8_w8a8"}}) {
+    std::vector<std::string> args = {"transcribe", "--ckpt-dir",       model, "--output-format",
+                                     "json",       "--max-batch-size", "8"};
+    args.insert(args.end(), scheme.begin(), scheme.end());
+    std::vector<std::string> together_args = args;
+    together_args.insert(together_args.end(), files.begin(), files.end());
+    const CliResult together = run_oasr(together_args);
+    ASSERT_EQ(together.exit_code, 0) << together.err;
+    const std::vector<std::string> lines = split_lines(together.out);
+    ASSERT_EQ(lines.size(), files.size()) << together.out;
+    for (size_t i = 0; i < files.size(); ++i) {
+      std::vector<std::string> alone_args = args;
+      alone_args.push_back(files[i]);
+      const CliResult alone = run_oasr(alone_args);
+      ASSERT_EQ(alone.exit_code, 0) << alone.err;
+      const auto a = nlohmann::json::parse(alone.out);
+      const auto b = nlohmann::json::parse(lines[i]);
+      EXPECT_EQ(b.at("tokens"), a.at("tokens")) << files[i] << (scheme.empty() ? "" : " int8");
+      EXPECT_EQ(b.at("score").get<double>(), a.at("score").get<double>())
+          << files[i] << (scheme.empty() ? "" : " int8");
+    }
+  }
 }
 
 }  // namespace

@@ -7,6 +7,7 @@
 // softmax and linear, against PyTorch in tests/oracle/test_ops_basic.cc).
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
 #include <cstdint>
 #include <cstring>
@@ -18,6 +19,7 @@
 #include "core/cpu_features.h"
 #include "core/float_types.h"
 #include "ops/activation.h"
+#include "ops/cpu/gemm.h"
 #include "ops/cpu/linear_row_dot.h"
 #include "ops/cpu/softmax.h"
 #include "ops/cpu_threads.h"
@@ -250,6 +252,90 @@ TEST_F(CpuSimdOps, RowDotLinearFloat16WeightsGiveTheFloat32Bits) {
   }
   std::vector<float> inexact = {1.0f, 0.1f};  // 0.1 is no float16
   EXPECT_EQ(ops::prepare_row_dot_weight(Tensor::from_vector(inexact, {1, 2})).dtype(), DType::kF32);
+}
+
+// ---- the float32 GEMM (ops/cpu/gemm.h) ------------------------------------
+
+// The order gemm.h defines, written here as the plain loop: c = +0, then
+// c = fma(a[m, k], b[k, n], c) for k = 0 .. K - 1.
+std::vector<float> gemm_by_definition(const std::vector<float>& a, const std::vector<float>& b,
+                                      bool transpose_b, int64_t m, int64_t n, int64_t k) {
+  std::vector<float> c(static_cast<size_t>(m * n));
+  for (int64_t i = 0; i < m; ++i) {
+    for (int64_t j = 0; j < n; ++j) {
+      float sum = 0.0f;
+      for (int64_t t = 0; t < k; ++t) {
+        sum = std::fma(a[i * k + t], transpose_b ? b[j * k + t] : b[t * n + j], sum);
+      }
+      c[i * n + j] = sum;
+    }
+  }
+  return c;
+}
+
+std::vector<float> run_gemm(CpuIsa level, const std::vector<float>& a, const std::vector<float>& b,
+                            bool transpose_b, int64_t m, int64_t n, int64_t k) {
+  cap_cpu_isa(level);
+  std::vector<float> c(static_cast<size_t>(m * n), -7.0f);
+  ops::cpu::gemm_f32(a.data(), k, b.data(), transpose_b ? k : n, transpose_b, c.data(), n, m, n, k);
+  return c;
+}
+
+// Both bodies give the definition's bits, for every edge of the tiling.
+TEST_F(CpuSimdOps, GemmBodiesFollowTheDefinitionBitForBit) {
+  std::mt19937 rng(23);
+  std::normal_distribution<float> normal(0.0f, 1.0f);
+  for (auto [m, n, k] : {std::tuple<int64_t, int64_t, int64_t>{1, 1, 1},
+                         {1, 17, 3},
+                         {5, 15, 0},
+                         {6, 16, 64},
+                         {7, 33, 257},
+                         {13, 31, 256},
+                         {64, 100, 1100}}) {
+    std::vector<float> a(static_cast<size_t>(m * k)), b(static_cast<size_t>(k * n));
+    for (float& v : a) v = normal(rng);
+    for (float& v : b) v = normal(rng);
+    for (bool transpose_b : {false, true}) {
+      const auto want = gemm_by_definition(a, b, transpose_b, m, n, k);
+      for (CpuIsa level : {CpuIsa::kScalar, CpuIsa::kAvx2}) {
+        ops::set_cpu_threads(level == CpuIsa::kAvx2 ? 2 : 1);
+        const auto got = run_gemm(level, a, b, transpose_b, m, n, k);
+        for (size_t i = 0; i < want.size(); ++i) {
+          ASSERT_TRUE(same_bits(got[i], want[i]))
+              << cpu_isa_name(level) << " " << m << "x" << n << "x" << k << " t=" << transpose_b
+              << " output " << i << ": " << got[i] << " vs " << want[i];
+        }
+      }
+    }
+  }
+}
+
+// Batch invariance: a row's bits are the same computed alone or among 40
+// rows, and zero-weight keys past its length (a padded probs x values
+// product) leave them as they are.
+TEST_F(CpuSimdOps, GemmRowsIgnoreTheirNeighboursAndZeroPadding) {
+  std::mt19937 rng(29);
+  std::normal_distribution<float> normal(0.0f, 1.0f);
+  const int64_t m = 40, n = 64, k = 410, padded = 550;
+  std::vector<float> a(static_cast<size_t>(m * k)), b(static_cast<size_t>(padded * n));
+  for (float& v : a) v = normal(rng);
+  for (float& v : b) v = normal(rng);
+  const auto together = run_gemm(CpuIsa::kAvx2, a, b, false, m, n, k);
+  std::vector<float> a_padded(static_cast<size_t>(m * padded), 0.0f);
+  for (int64_t i = 0; i < m; ++i) {
+    std::copy(a.begin() + i * k, a.begin() + (i + 1) * k, a_padded.begin() + i * padded);
+  }
+  ops::set_cpu_threads(2);
+  const auto padded_out = run_gemm(CpuIsa::kAvx2, a_padded, b, false, m, n, padded);
+  for (int64_t r : {0, 7, 39}) {
+    const std::vector<float> row(a.begin() + r * k, a.begin() + (r + 1) * k);
+    ops::set_cpu_threads(1);
+    const auto alone = run_gemm(CpuIsa::kAvx2, row, b, false, 1, n, k);
+    for (int64_t j = 0; j < n; ++j) {
+      ASSERT_TRUE(same_bits(alone[j], together[r * n + j])) << "row " << r << " col " << j;
+      ASSERT_TRUE(same_bits(alone[j], padded_out[r * n + j])) << "padded row " << r << " col " << j;
+    }
+  }
 }
 
 TEST_F(CpuSimdOps, DispatchCapIsRefusedAboveTheCpu) {

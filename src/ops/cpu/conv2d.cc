@@ -1,17 +1,15 @@
-// The sums are OpenBLAS's cblas_sgemm over the im2col matrix: a blocked K
-// order fixed for a given library build and thread count, not sequential, so
-// other bodies are compared with this one under a tolerance, never bitwise.
+// The sums are ops/cpu/gemm.h's GEMM over the im2col matrix: each output's
+// terms in increasing (ci, i, j), one fma each, so its bits depend on its own
+// receptive field alone, not on how many rows or bands the image has (batch
+// invariance). Other bodies are compared with this one under a tolerance.
 // The bias is added afterwards, one float32 addition per output, as in
 // ops/cpu/gemm.cc.
 #include "ops/cpu/conv2d.h"
 
-#include <cblas.h>
-
 #include <algorithm>
-#include <limits>
 #include <vector>
 
-#include "core/error.h"
+#include "ops/cpu/gemm.h"
 
 namespace oasr::ops::cpu {
 namespace {
@@ -19,12 +17,6 @@ namespace {
 // The im2col buffer is filled for a band of output rows at a time so that
 // its size stays bounded (16 MiB) whatever the input length.
 constexpr int64_t kColumnBufferFloats = int64_t{4} << 20;
-
-blasint blas_size(int64_t value, const char* what) {
-  OASR_CHECK(value <= std::numeric_limits<blasint>::max(), kUnsupported, "conv2d: ", what, " = ",
-             value, " exceeds what OpenBLAS's 32-bit interface accepts");
-  return static_cast<blasint>(value);
-}
 
 // columns[k, (oy - row_begin) * out_w + ox] for k = (ci * KH + i) * KW + j:
 // the input element that kernel tap (i, j) of channel ci sees at (oy, ox).
@@ -61,9 +53,6 @@ void conv2d_f32(const float* x, const float* weight, const float* bias, float* o
   const int64_t pixels = s.out_h * s.out_w;
   if (s.batch == 0 || s.out_channels == 0 || pixels == 0) return;
   const int64_t k = s.in_channels * s.kernel_h * s.kernel_w;
-  const blasint m_blas = blas_size(s.out_channels, "out_channels");
-  const blasint k_blas = blas_size(k, "in_channels * kernel_h * kernel_w");
-  const blasint ldc = blas_size(pixels, "out_h * out_w");
   // A 1x1 kernel with stride 1 and no padding reads the image as it is.
   const bool image_is_columns = s.kernel_h == 1 && s.kernel_w == 1 && s.stride_h == 1 &&
                                 s.stride_w == 1 && s.pad_h == 0 && s.pad_w == 0;
@@ -75,17 +64,17 @@ void conv2d_f32(const float* x, const float* weight, const float* bias, float* o
     const float* image = x + n * s.in_channels * s.in_h * s.in_w;
     float* result = out + n * s.out_channels * pixels;
     if (image_is_columns) {
-      cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, m_blas, ldc, k_blas, 1.0f, weight,
-                  k_blas, image, ldc, 0.0f, result, ldc);
+      gemm_f32(weight, k, image, pixels, /*transpose_b=*/false, result, pixels, s.out_channels,
+               pixels, k);
     } else {
       for (int64_t row_begin = 0; row_begin < s.out_h; row_begin += rows_per_band) {
         const int64_t row_end = std::min(row_begin + rows_per_band, s.out_h);
-        const blasint band = blas_size((row_end - row_begin) * s.out_w, "band");
+        const int64_t band = (row_end - row_begin) * s.out_w;
         im2col_rows(image, s, row_begin, row_end, columns.data());
-        // result[:, band] = weight [Cout, K] x columns [K, band]; ldc strides
-        // over the whole output plane.
-        cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, m_blas, band, k_blas, 1.0f, weight,
-                    k_blas, columns.data(), band, 0.0f, result + row_begin * s.out_w, ldc);
+        // result[:, band] = weight [Cout, K] x columns [K, band]; the output
+        // rows stride over the whole plane.
+        gemm_f32(weight, k, columns.data(), band, /*transpose_b=*/false,
+                 result + row_begin * s.out_w, pixels, s.out_channels, band, k);
       }
     }
     if (bias == nullptr) continue;

@@ -1,4 +1,4 @@
-// CPU body of ops/conv2d.h: im2col + OpenBLAS sgemm over contiguous NCHW
+// CPU body of ops/conv2d.h: im2col + the GEMM of ops/cpu/gemm.h over contiguous NCHW
 // float32 buffers.
 #pragma once
 

@@ -1,42 +1,269 @@
-// The dot products are OpenBLAS's cblas_sgemm: its blocked K summation order
-// is fixed for a given library build and thread count, not sequential, so a
-// CUDA GEMM is compared with these bodies under a tolerance, never bitwise.
-// The bias is added afterwards as one float32 addition per output
-// (y = float(dot) + bias), so it never enters a partial sum.
+// The float32 GEMM of ops/cpu/gemm.h, in the order defined there.
+//
+// Layout (BLIS's, without packing a): b is packed into panels of kNr
+// columns, [K][kNr] each, zeros past N; a micro-kernel keeps a kMr x kNr
+// block of outputs in registers and runs the k loop over one panel,
+// broadcasting a's elements. K is cut into kKc blocks to keep a panel in L1;
+// a later block starts from the outputs the previous one stored, and a
+// float32 store and reload is exact, so the blocking leaves each output's
+// fma chain -- and its bits -- as the definition's. The work is split into
+// tiles of kMc rows x kNc columns handed to the worker pool; a tile's
+// outputs do not depend on which thread ran it.
 #include "ops/cpu/gemm.h"
 
-#include <cblas.h>
-
 #include <algorithm>
-#include <limits>
+#include <cmath>
+#include <cstring>
+#include <vector>
 
-#include "core/error.h"
+#include "core/cpu_features.h"
+#include "ops/cpu_threads.h"
+#if defined(__x86_64__)
+#include <immintrin.h>
+
+#include "core/activations_avx2.h"  // OASR_AVX2_TARGET
+#endif
 
 namespace oasr::ops::cpu {
 namespace {
 
-// cblas takes 32-bit sizes (blasint).
-blasint blas_size(int64_t value, const char* op, const char* what) {
-  OASR_CHECK(value <= std::numeric_limits<blasint>::max(), kUnsupported, op, ": ", what, " = ",
-             value, " exceeds what OpenBLAS's 32-bit interface accepts");
-  return static_cast<blasint>(value);
+constexpr int64_t kMr = 6;                                // rows of a micro-kernel block
+constexpr int64_t kNr = 16;                               // columns of a panel (two AVX2 vectors)
+constexpr int64_t kKc = 256;                              // K per pass over a panel
+constexpr int64_t kMc = 48;                               // rows of a pool task
+constexpr int64_t kNc = 128;                              // columns of a pool task
+constexpr int64_t kMcWide = 264;                          // rows of a task when b is large
+constexpr int64_t kCachedPanelFloats = int64_t{1} << 18;  // 1 MiB of b
+
+// A micro-kernel: c[0..rows, 0..cols] (ldc) continues (accumulate) or
+// starts at +0, then takes kc terms of a packed row block ([kc][kMr]) against
+// one panel ([kc][ldp]).
+using MicroKernel = void (*)(int64_t rows, const float* a, const float* panel, int64_t ldp,
+                             int64_t kc, float* c, int64_t ldc, int64_t cols, bool accumulate);
+
+void micro_scalar(int64_t rows, const float* a, const float* panel, int64_t ldp, int64_t kc,
+                  float* c, int64_t ldc, int64_t cols, bool accumulate) {
+  for (int64_t r = 0; r < rows; ++r) {
+    for (int64_t j = 0; j < cols; ++j) {
+      float s = accumulate ? c[r * ldc + j] : 0.0f;
+      for (int64_t p = 0; p < kc; ++p) s = std::fma(a[p * kMr + r], panel[p * ldp + j], s);
+      c[r * ldc + j] = s;
+    }
+  }
+}
+
+#if defined(__x86_64__)
+// The row loops are unrolled by pragma (-O2 leaves them rolled, which keeps
+// the accumulators on the stack and costs about 2.5x).
+template <int kRows>
+OASR_AVX2_TARGET void micro_avx2_rows(const float* a, const float* panel, int64_t ldp, int64_t kc,
+                                      float* c, int64_t ldc, int64_t cols, bool accumulate) {
+  __m256 lo[kRows], hi[kRows];
+  alignas(32) float edge[kRows][kNr] = {};  // a partial panel's outputs, zeros past cols
+  if (accumulate && cols < kNr) {
+#pragma GCC unroll 8
+    for (int r = 0; r < kRows; ++r) {
+      std::memcpy(edge[r], c + r * ldc, sizeof(float) * static_cast<size_t>(cols));
+    }
+  }
+#pragma GCC unroll 8
+  for (int r = 0; r < kRows; ++r) {
+    if (!accumulate) {
+      lo[r] = hi[r] = _mm256_setzero_ps();
+    } else if (cols == kNr) {
+      lo[r] = _mm256_loadu_ps(c + r * ldc);
+      hi[r] = _mm256_loadu_ps(c + r * ldc + 8);
+    } else {
+      lo[r] = _mm256_load_ps(edge[r]);
+      hi[r] = _mm256_load_ps(edge[r] + 8);
+    }
+  }
+  for (int64_t p = 0; p < kc; ++p) {
+    const __m256 b0 = _mm256_loadu_ps(panel + p * ldp);
+    const __m256 b1 = _mm256_loadu_ps(panel + p * ldp + 8);
+#pragma GCC unroll 8
+    for (int r = 0; r < kRows; ++r) {
+      const __m256 av = _mm256_broadcast_ss(a + p * kMr + r);
+      lo[r] = _mm256_fmadd_ps(av, b0, lo[r]);
+      hi[r] = _mm256_fmadd_ps(av, b1, hi[r]);
+    }
+  }
+#pragma GCC unroll 8
+  for (int r = 0; r < kRows; ++r) {
+    if (cols == kNr) {
+      _mm256_storeu_ps(c + r * ldc, lo[r]);
+      _mm256_storeu_ps(c + r * ldc + 8, hi[r]);
+    } else {
+      _mm256_store_ps(edge[r], lo[r]);
+      _mm256_store_ps(edge[r] + 8, hi[r]);
+      std::memcpy(c + r * ldc, edge[r], sizeof(float) * static_cast<size_t>(cols));
+    }
+  }
+}
+
+void micro_avx2(int64_t rows, const float* a, const float* panel, int64_t ldp, int64_t kc, float* c,
+                int64_t ldc, int64_t cols, bool accumulate) {
+  switch (rows) {
+    case 6:
+      return micro_avx2_rows<6>(a, panel, ldp, kc, c, ldc, cols, accumulate);
+    case 5:
+      return micro_avx2_rows<5>(a, panel, ldp, kc, c, ldc, cols, accumulate);
+    case 4:
+      return micro_avx2_rows<4>(a, panel, ldp, kc, c, ldc, cols, accumulate);
+    case 3:
+      return micro_avx2_rows<3>(a, panel, ldp, kc, c, ldc, cols, accumulate);
+    case 2:
+      return micro_avx2_rows<2>(a, panel, ldp, kc, c, ldc, cols, accumulate);
+    default:
+      return micro_avx2_rows<1>(a, panel, ldp, kc, c, ldc, cols, accumulate);
+  }
+}
+#endif
+
+MicroKernel micro_kernel() {
+#if defined(__x86_64__)
+  if (cpu_has(CpuIsa::kAvx2)) return micro_avx2;
+#endif
+  return micro_scalar;
+}
+
+// Panel `index` of b: packed[k * kNr + j] = b(k, index * kNr + j), zeros past N.
+void pack_panel(const float* b, int64_t ldb, bool transpose_b, int64_t n, int64_t k, int64_t index,
+                float* packed) {
+  const int64_t n0 = index * kNr;
+  const int64_t cols = std::min(kNr, n - n0);
+  if (cols < kNr) std::fill(packed, packed + k * kNr, 0.0f);
+  if (transpose_b) {
+    for (int64_t j = 0; j < cols; ++j) {
+      const float* row = b + (n0 + j) * ldb;
+      for (int64_t p = 0; p < k; ++p) packed[p * kNr + j] = row[p];
+    }
+  } else {
+    for (int64_t p = 0; p < k; ++p) {
+      std::memcpy(packed + p * kNr, b + p * ldb + n0, sizeof(float) * static_cast<size_t>(cols));
+    }
+  }
+}
+
+// Packs kc rows (from kb) of a [K, N] b's panel `index` into kKc x kNr
+// floats, zeros past N.
+void pack_block(const float* b, int64_t ldb, int64_t n, int64_t index, int64_t kb, int64_t kc,
+                float* packed) {
+  const int64_t n0 = index * kNr;
+  const int64_t cols = std::min(kNr, n - n0);
+  if (cols == kNr) {  // a constant-size copy, inlined
+    for (int64_t p = 0; p < kc; ++p) {
+      std::memcpy(packed + p * kNr, b + (kb + p) * ldb + n0, sizeof(float) * kNr);
+    }
+    return;
+  }
+  for (int64_t p = 0; p < kc; ++p) {
+    float* dst = packed + p * kNr;
+    std::memcpy(dst, b + (kb + p) * ldb + n0, sizeof(float) * static_cast<size_t>(cols));
+    std::fill(dst + cols, dst + kNr, 0.0f);
+  }
+}
+
+// Rows [m0, m1) of a, columns [kb, kb + kc), as blocks of kMr rows, each
+// [kc][kMr] (the micro-kernel's broadcasts then read one stream); rows past
+// m1 are zeros.
+void pack_rows(const float* a, int64_t lda, int64_t m0, int64_t m1, int64_t kb, int64_t kc,
+               float* packed) {
+  for (int64_t m = m0; m < m1; m += kMr) {
+    const int64_t rows = std::min(kMr, m1 - m);
+    float* dst = packed + ((m - m0) / kMr) * kMr * kc;
+    for (int64_t r = 0; r < rows; ++r) {
+      const float* src = a + (m + r) * lda + kb;
+      for (int64_t p = 0; p < kc; ++p) dst[p * kMr + r] = src[p];
+    }
+    for (int64_t r = rows; r < kMr; ++r) {
+      for (int64_t p = 0; p < kc; ++p) dst[p * kMr + r] = 0.0f;
+    }
+  }
+}
+
+// Rows [m0, m1) x columns [n0, n1) of c. A transposed b arrives packed whole
+// (`packed`: a weight, reused by every row tile); a [K, N] b is packed here,
+// one kc x kNr block at a time, so the block sits in L1 for the rows (read
+// in place, its rows straddle two cache lines each).
+void run_tile(MicroKernel kernel, const float* a, int64_t lda, const float* b, int64_t ldb,
+              const float* packed, float* c, int64_t ldc, int64_t m0, int64_t m1, int64_t n0,
+              int64_t n1, int64_t n, int64_t k) {
+  thread_local float block[kKc * kNr];
+  thread_local std::vector<float> rows_buffer;
+  const int64_t row_blocks = (m1 - m0 + kMr - 1) / kMr;
+  if (rows_buffer.size() < static_cast<size_t>(row_blocks * kMr * kKc)) {
+    rows_buffer.resize(static_cast<size_t>(row_blocks * kMr * kKc));
+  }
+  float* packed_a = rows_buffer.data();
+  for (int64_t kb = 0; kb < k; kb += kKc) {
+    const int64_t kc = std::min(kKc, k - kb);
+    pack_rows(a, lda, m0, m1, kb, kc, packed_a);
+    for (int64_t j = n0; j < n1; j += kNr) {
+      const float* panel = packed + (j / kNr) * k * kNr + kb * kNr;
+      if (packed == nullptr) {
+        pack_block(b, ldb, n, j / kNr, kb, kc, block);
+        panel = block;
+      }
+      const int64_t cols = std::min(kNr, n1 - j);
+      for (int64_t m = m0; m < m1; m += kMr) {
+        kernel(std::min(kMr, m1 - m), packed_a + ((m - m0) / kMr) * kMr * kc, panel, kNr, kc,
+               c + m * ldc + j, ldc, cols, kb > 0);
+      }
+    }
+  }
+}
+
+// The calling thread's packing buffer, kept between calls (a fresh
+// allocation of a megabyte per call would fault its pages in every time).
+std::vector<float>& packing_buffer(size_t floats) {
+  thread_local std::vector<float> buffer;
+  if (buffer.size() < floats) buffer.resize(floats);
+  return buffer;
 }
 
 }  // namespace
 
+void gemm_f32(const float* a, int64_t lda, const float* b, int64_t ldb, bool transpose_b, float* c,
+              int64_t ldc, int64_t m, int64_t n, int64_t k, bool parallel) {
+  if (m == 0 || n == 0) return;
+  if (k == 0) {
+    for (int64_t r = 0; r < m; ++r) std::fill(c + r * ldc, c + r * ldc + n, 0.0f);
+    return;
+  }
+  const MicroKernel kernel = micro_kernel();
+  const int64_t panels = transpose_b ? (n + kNr - 1) / kNr : 0;
+  float* packed = nullptr;
+  if (panels > 0) packed = packing_buffer(static_cast<size_t>(panels * k * kNr)).data();
+  const auto pack = [&](int64_t i) {
+    pack_panel(b, ldb, transpose_b, n, k, i, packed + i * k * kNr);
+  };
+  // Tiles never change a bit, only the traffic: a b too large for the
+  // caches is streamed once, by tiles spanning (up to kMcWide) every row.
+  const int64_t tile_rows = n * k > kCachedPanelFloats ? kMcWide : kMc;
+  const int64_t row_tiles = (m + tile_rows - 1) / tile_rows;
+  const int64_t tile_columns = kNc;
+  const int64_t column_tiles = (n + tile_columns - 1) / tile_columns;
+  const auto tile = [&](int64_t index) {
+    const int64_t m0 = (index / column_tiles) * tile_rows;
+    const int64_t n0 = (index % column_tiles) * tile_columns;
+    run_tile(kernel, a, lda, b, ldb, packed, c, ldc, m0, std::min(m, m0 + tile_rows), n0,
+             std::min(n, n0 + tile_columns), n, k);
+  };
+  if (parallel) {
+    parallel_for(panels, pack);
+    parallel_for(row_tiles * column_tiles, tile);
+  } else {
+    for (int64_t i = 0; i < panels; ++i) pack(i);
+    for (int64_t i = 0; i < row_tiles * column_tiles; ++i) tile(i);
+  }
+}
+
 void linear_f32(const float* x, const float* weight, const float* bias, float* out, int64_t rows,
                 int64_t out_features, int64_t in_features) {
   if (rows == 0 || out_features == 0) return;
-  const blasint m = blas_size(rows, "linear", "rows");
-  const blasint n = blas_size(out_features, "linear", "out_features");
-  const blasint k = blas_size(in_features, "linear", "in_features");
-  if (k == 0) {
-    // An empty sum is zero; BLAS would also reject lda = 0.
-    std::fill(out, out + rows * out_features, 0.0f);
-  } else {
-    cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, m, n, k, 1.0f, x, k, weight, k, 0.0f, out,
-                n);
-  }
+  gemm_f32(x, in_features, weight, in_features, /*transpose_b=*/true, out, out_features, rows,
+           out_features, in_features);
   if (bias == nullptr) return;
   for (int64_t r = 0; r < rows; ++r) {
     float* row = out + r * out_features;
@@ -47,18 +274,17 @@ void linear_f32(const float* x, const float* weight, const float* bias, float* o
 void matmul_f32(const float* a, const float* b, float* out, int64_t batch, int64_t m, int64_t n,
                 int64_t k, bool transpose_b) {
   if (batch == 0 || m == 0 || n == 0) return;
-  if (k == 0) {
-    std::fill(out, out + batch * m * n, 0.0f);
+  const int64_t ldb = transpose_b ? k : n;
+  const auto one = [&](int64_t i, bool parallel) {
+    gemm_f32(a + i * m * k, k, b + i * k * n, ldb, transpose_b, out + i * m * n, n, m, n, k,
+             parallel);
+  };
+  if (batch == 1) {
+    one(0, true);
     return;
   }
-  const blasint bm = blas_size(m, "matmul", "M");
-  const blasint bn = blas_size(n, "matmul", "N");
-  const blasint bk = blas_size(k, "matmul", "K");
-  for (int64_t i = 0; i < batch; ++i) {
-    cblas_sgemm(CblasRowMajor, CblasNoTrans, transpose_b ? CblasTrans : CblasNoTrans, bm, bn, bk,
-                1.0f, a + i * m * k, bk, b + i * k * n, transpose_b ? bk : bn, 0.0f,
-                out + i * m * n, bn);
-  }
+  // Attention's (batch, head) slices: one task each, every product whole.
+  parallel_for(batch, [&](int64_t i) { one(i, false); });
 }
 
 }  // namespace oasr::ops::cpu
