@@ -10,7 +10,9 @@ void add_quantization_flags(CLI::App& app, QuantizationFlags& flags) {
                  "key=value, repeatable: ignore=GLOB[,GLOB...], "
                  "module_types=linear,pointwise_conv, kv_cache=fp8_e4m3")
       ->take_last()
-      ->multi_option_policy(CLI::MultiOptionPolicy::TakeAll);
+      ->multi_option_policy(CLI::MultiOptionPolicy::TakeAll)
+      // One value per occurrence: the audio files after it stay positional.
+      ->allow_extra_args(false);
 }
 
 quant::QuantizationConfig QuantizationFlags::to_config() const {

@@ -205,6 +205,19 @@ TEST(CliTranscribeInput, AFailureInsideTheBatchIsNamedAndTheBatchIsKept) {
   EXPECT_EQ(report.at("utterances"), 1);
 }
 
+// A repeatable flag takes one value per occurrence: the audio files after
+// --quantization-option stay positional (they used to be eaten as options).
+TEST(CliTranscribeInput, AQuantizationOptionTakesOneValue) {
+  const TempDir dir;
+  const std::string wav = (dir.path() / "tone.wav").string();
+  write_tone_wav(wav);
+  const CliResult r = run_oasr({"transcribe", "--ckpt-dir", kModel, "--quantization", "int8_w8a8",
+                                "--quantization-option", "ignore=ctc.*", "--quantization-option",
+                                "module_types=linear", wav});
+  EXPECT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_EQ(r.out.rfind(wav + "\t", 0), 0u) << r.out;
+}
+
 TEST(CliEvalInput, AManifestWithoutOneReferenceWordIsRefused) {
   const TempDir dir;
   const std::string wav = (dir.path() / "tone.wav").string();
