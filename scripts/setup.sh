@@ -12,6 +12,8 @@ APT_PACKAGES=(
   libcli11-dev libspdlog-dev libyaml-cpp-dev libzip-dev libcpp-httplib-dev libsentencepiece-dev
   libssl-dev libboost-dev
   libgtest-dev libgmock-dev libbenchmark-dev
+  # the fuzz preset (tests/fuzz): clang with libFuzzer and the sanitizer runtimes
+  clang-14 libclang-rt-14-dev
   python3 python3-venv python3-pip python3-numpy python3-torch python3-torchaudio
   # the bundled model's evaluation sets (tools/data/make_eval_sets.sh): real
   # telephone prompts and the TTS engines that render the synthetic test set

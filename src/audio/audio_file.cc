@@ -2,6 +2,7 @@
 
 #include <fcntl.h>
 #include <sndfile.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -13,6 +14,7 @@
 #include <sstream>
 
 #include "audio/resample.h"
+#include "audio/riff_chunks.h"
 #include "core/error.h"
 
 namespace oasr::audio {
@@ -104,12 +106,16 @@ std::string describe_format(int format) {
 // Reads every frame, mixing to mono by averaging the channels. Refuses input
 // longer than max_frames while reading, so a header that understates the
 // length (or a stream without one) cannot make us decode unbounded audio.
+// The header's frame count sizes the buffer only up to the encoded size: an
+// uncompressed frame takes at least a byte, and a header that overstates
+// the length (a tiny FLAC claiming hours) must not allocate for it.
 std::vector<float> read_mono(SNDFILE* file, const SF_INFO& info, sf_count_t max_frames,
-                             const std::string& label, double max_seconds) {
+                             uint64_t encoded_bytes, const std::string& label, double max_seconds) {
   const int channels = info.channels;
   std::vector<float> mono;
   if (info.frames > 0 && info.frames != SF_COUNT_MAX) {
-    mono.reserve(static_cast<size_t>(std::min(info.frames, max_frames)));
+    const auto cap = static_cast<sf_count_t>(std::min<uint64_t>(encoded_bytes, SF_COUNT_MAX));
+    mono.reserve(static_cast<size_t>(std::min({info.frames, max_frames, cap})));
   }
   const sf_count_t chunk_frames = std::max<sf_count_t>(1, kChunkSamples / channels);
   std::vector<float> interleaved(static_cast<size_t>(chunk_frames * channels));
@@ -175,8 +181,8 @@ void refuse_truncated(SNDFILE* file, const SF_INFO& info, const std::string& lab
   }
 }
 
-DecodedAudio decode(SNDFILE* raw_file, const SF_INFO& info, const std::string& label,
-                    const AudioLoadOptions& options) {
+DecodedAudio decode(SNDFILE* raw_file, const SF_INFO& info, uint64_t encoded_bytes,
+                    const std::string& label, const AudioLoadOptions& options) {
   SndfileHandle file(raw_file);
   refuse_truncated(file.get(), info, label);
   OASR_CHECK(info.channels > 0, kCorruptFile, label, ": the header declares ", info.channels,
@@ -205,7 +211,8 @@ DecodedAudio decode(SNDFILE* raw_file, const SF_INFO& info, const std::string& l
   audio.source_sample_rate = info.samplerate;
   audio.source_channels = info.channels;
   audio.source_format = describe_format(info.format);
-  audio.samples = read_mono(file.get(), info, max_frames, label, options.max_duration_seconds);
+  audio.samples =
+      read_mono(file.get(), info, max_frames, encoded_bytes, label, options.max_duration_seconds);
   OASR_CHECK(!audio.samples.empty(), kInvalidArgument, label,
              ": empty audio (the file holds no samples); nothing to recognise");
   audio.sample_rate = info.samplerate;
@@ -254,12 +261,21 @@ DecodedAudio load_audio(const std::filesystem::path& path, const AudioLoadOption
   // libsndfile does not close a descriptor it was not told to own; closing
   // it here on every path avoids guessing what it does on a failed open.
   const FdCloser fd_closer(fd);
+  struct stat st {};
+  OASR_CHECK(::fstat(fd, &st) == 0, kIo, label,
+             ": cannot stat the audio file: ", std::strerror(errno));
+  detail::refuse_overrunning_riff_chunks(
+      [fd](uint64_t offset, void* out, size_t count) {
+        const ssize_t got = ::pread(fd, out, count, static_cast<off_t>(offset));
+        return got > 0 ? static_cast<size_t>(got) : size_t{0};
+      },
+      static_cast<uint64_t>(st.st_size), label);
   SF_INFO info{};
   SNDFILE* file = sf_open_fd(fd, SFM_READ, &info, /*close_desc=*/SF_FALSE);
   OASR_CHECK(file != nullptr, kCorruptFile, label,
              ": not a readable audio file (libsndfile: ", sf_strerror(nullptr),
              "); supported are WAV, FLAC, OGG, MP3 and the other formats libsndfile reads");
-  return decode(file, info, label, options);
+  return decode(file, info, static_cast<uint64_t>(st.st_size), label, options);
 }
 
 DecodedAudio load_audio(const std::filesystem::path& path, int target_sample_rate) {
@@ -273,6 +289,14 @@ DecodedAudio load_audio_from_memory(std::string_view encoded_bytes, const std::s
   options.validate();
   OASR_CHECK(!encoded_bytes.empty(), kInvalidArgument, name,
              ": empty audio (0 bytes); send the bytes of an audio file");
+  detail::refuse_overrunning_riff_chunks(
+      [encoded_bytes](uint64_t offset, void* out, size_t count) {
+        if (offset >= encoded_bytes.size()) return size_t{0};
+        const size_t n = std::min<uint64_t>(count, encoded_bytes.size() - offset);
+        std::memcpy(out, encoded_bytes.data() + offset, n);
+        return n;
+      },
+      encoded_bytes.size(), name);
   MemoryCursor cursor{encoded_bytes, 0};
   SF_VIRTUAL_IO io{memory_length, memory_seek, memory_read, memory_write, memory_tell};
   SF_INFO info{};
@@ -280,7 +304,7 @@ DecodedAudio load_audio_from_memory(std::string_view encoded_bytes, const std::s
   OASR_CHECK(file != nullptr, kCorruptFile, name,
              ": not a readable audio file (libsndfile: ", sf_strerror(nullptr),
              "); supported are WAV, FLAC, OGG, MP3 and the other formats libsndfile reads");
-  return decode(file, info, name, options);
+  return decode(file, info, encoded_bytes.size(), name, options);
 }
 
 std::vector<std::string> supported_audio_formats() {

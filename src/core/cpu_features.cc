@@ -1,5 +1,9 @@
 #include "core/cpu_features.h"
 
+#if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))
+#include <cpuid.h>
+#endif
+
 #include <atomic>
 #include <string>
 
@@ -9,11 +13,20 @@
 namespace oasr {
 namespace {
 
+#if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))
+// CPUID leaf 1, ECX bit 29. Asked of cpuid directly because clang before 16
+// does not know "f16c" as a __builtin_cpu_supports feature (the fuzz build
+// is clang 14).
+bool cpu_has_f16c() {
+  unsigned eax = 0, ebx = 0, ecx = 0, edx = 0;
+  return __get_cpuid(1, &eax, &ebx, &ecx, &edx) != 0 && (ecx & bit_F16C) != 0;
+}
+#endif
+
 CpuIsa detect() {
 #if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))
   __builtin_cpu_init();
-  if (__builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma") &&
-      __builtin_cpu_supports("f16c")) {
+  if (__builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma") && cpu_has_f16c()) {
     return CpuIsa::kAvx2;
   }
 #endif

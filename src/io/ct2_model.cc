@@ -10,9 +10,11 @@
 #include <cerrno>
 #include <cstring>
 #include <limits>
+#include <optional>
 #include <unordered_map>
 
 #include "core/error.h"
+#include "io/tensor_extent.h"
 
 namespace oasr::io {
 
@@ -211,15 +213,18 @@ void Ct2Model::Impl::parse() {
     info.name = in.read_string("the name of " + which);
     const std::string named = which + " '" + info.name + "'";
     const auto rank = in.read<uint8_t>("the rank of " + named);
-    uint64_t elements = 1;
     for (uint8_t d = 0; d < rank; ++d) {
       const auto dim = in.read<uint32_t>("dimension " + std::to_string(d) + " of " + named);
       info.shape.push_back(dim);
-      elements *= dim;  // u32 dims: at most 2^32 per factor; checked below
-      OASR_CHECK(elements <= (uint64_t{1} << 48), kCorruptFile, label, ": garbled: ", named,
-                 " has an implausible shape ", shape_text(info.shape), " (read before offset ",
-                 in.offset(), ")");
+      // Checked as it grows (the rank can be 255). Zero dimensions count as
+      // 1, since Tensor's strides multiply them (io/tensor_extent.h); 2^48
+      // elements of the widest served type is far beyond any model.
+      const std::optional<uint64_t> bytes = detail::tensor_nbytes(info.shape, sizeof(int32_t));
+      OASR_CHECK(bytes && *bytes <= sizeof(int32_t) * (uint64_t{1} << 48), kCorruptFile, label,
+                 ": garbled: ", named, " has an implausible shape ", shape_text(info.shape),
+                 " (read before offset ", in.offset(), ")");
     }
+    const auto elements = static_cast<uint64_t>(shape_numel(info.shape));
     const size_t type_at = in.offset();
     uint64_t nbytes = 0;
     if (binary_version >= 4) {

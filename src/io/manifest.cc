@@ -42,7 +42,7 @@ std::vector<ManifestEntry> parse_manifest(const std::string& contents, const std
     nlohmann::json object;
     try {
       object = nlohmann::json::parse(line);
-    } catch (const nlohmann::json::parse_error& error) {
+    } catch (const nlohmann::json::exception& error) {  // parse_error, or 406: number overflow
       report(std::string("not valid JSON (") + error.what() + ")");
       continue;
     }

@@ -11,70 +11,9 @@
 #include <unordered_map>
 
 #include "core/error.h"
+#include "io/pickle_graph.h"
 
 namespace oasr::io::pickle {
-
-ValueRef make_value(Kind kind) {
-  auto value = std::make_shared<Value>();
-  value->kind = kind;
-  return value;
-}
-
-ValueRef make_string(std::string text) {
-  ValueRef value = make_value(Kind::kString);
-  value->text = std::move(text);
-  return value;
-}
-
-ValueRef make_int(int64_t integer) {
-  ValueRef value = make_value(Kind::kInt);
-  value->integer = integer;
-  return value;
-}
-
-ValueRef make_external(std::shared_ptr<void> payload, std::string type) {
-  ValueRef value = make_value(Kind::kExternal);
-  value->external = std::move(payload);
-  value->external_type = std::move(type);
-  return value;
-}
-
-std::string describe(const Value& value) {
-  switch (value.kind) {
-    case Kind::kNone:
-      return "None";
-    case Kind::kBool:
-      return value.boolean ? "bool True" : "bool False";
-    case Kind::kInt:
-      return "int " + std::to_string(value.integer);
-    case Kind::kBigInt:
-      return "int wider than 64 bits";
-    case Kind::kFloat:
-      return "float " + std::to_string(value.real);
-    case Kind::kString: {
-      const std::string shown =
-          value.text.size() > 40 ? value.text.substr(0, 40) + "..." : value.text;
-      return "str '" + shown + "'";
-    }
-    case Kind::kBytes:
-      return "bytes of length " + std::to_string(value.text.size());
-    case Kind::kTuple:
-      return "tuple of " + std::to_string(value.items.size());
-    case Kind::kList:
-      return "list of " + std::to_string(value.items.size());
-    case Kind::kDict:
-      return "dict of " + std::to_string(value.entries.size());
-    case Kind::kSet:
-      return "set of " + std::to_string(value.items.size());
-    case Kind::kGlobal:
-      return "global " + value.text;
-    case Kind::kObject:
-      return "object built by unsupported global " + value.text;
-    case Kind::kExternal:
-      return value.external_type;
-  }
-  return "unknown value";
-}
 
 namespace {
 
@@ -116,42 +55,10 @@ void append_utf8(std::string& out, uint32_t code_point) {
   }
 }
 
-// Python's `==` for the key types a dict of data uses; other keys are equal
-// only to themselves.
-bool same_key(const Value& a, const Value& b) {
-  if (&a == &b) return true;
-  if (a.kind != b.kind) return false;
-  switch (a.kind) {
-    case Kind::kNone:
-      return true;
-    case Kind::kBool:
-      return a.boolean == b.boolean;
-    case Kind::kInt:
-      return a.integer == b.integer;
-    case Kind::kFloat:
-      return a.real == b.real;
-    case Kind::kString:
-    case Kind::kBytes:
-      return a.text == b.text;
-    default:
-      return false;
-  }
-}
-
-void set_item(Value& dict, ValueRef key, ValueRef value) {
-  for (auto& entry : dict.entries) {
-    if (same_key(*entry.first, *key)) {
-      entry.second = std::move(value);
-      return;
-    }
-  }
-  dict.entries.emplace_back(std::move(key), std::move(value));
-}
-
 class Machine {
  public:
   Machine(std::span<const uint8_t> bytes, const Hooks& hooks, const std::string& source)
-      : bytes_(bytes), hooks_(hooks), source_(source) {}
+      : bytes_(bytes), hooks_(hooks), source_(source), budget_(bytes.size()) {}
 
   ValueRef run() {
     while (true) {
@@ -238,6 +145,31 @@ class Machine {
     OASR_CHECK(value->kind == kind, kCorruptFile, where(), "expects ", what, ", found ",
                describe(*value));
     return *value;
+  }
+
+  // ---- work bounded by the input (io/pickle_graph.h) --------------------------
+  [[noreturn]] void over_budget() const {
+    OASR_THROW(kCorruptFile, where(), "the pickle makes the reader copy or walk more than ",
+               budget_.total(), " values for its ", bytes_.size(),
+               " bytes (a shared value expanded over and over, as a decompression bomb does); "
+               "a checkpoint's pickle does not");
+  }
+  void charge(uint64_t units) {
+    if (!budget_.charge(units)) over_budget();
+  }
+  // Puts `item` into the container `target`, refusing a container that
+  // would hold itself (Python can pickle one; data files have none, and
+  // shared ownership would never free it).
+  void check_acyclic(const ValueRef& target, const ValueRef& item) {
+    const detail::Reach reach = detail::reaches(item, target.get(), budget_);
+    if (reach == detail::Reach::kOverBudget) over_budget();
+    OASR_CHECK(reach == detail::Reach::kNo, kCorruptFile, where(), "puts a ", describe(*target),
+               " inside itself (a self-referencing structure); a checkpoint holds plain data");
+  }
+  void set_item(const ValueRef& dict, ValueRef key, ValueRef value) {
+    check_acyclic(dict, key);
+    check_acyclic(dict, value);
+    dicts_.set(dict, std::move(key), std::move(value));
   }
 
   ValueRef make_tuple(std::vector<ValueRef> items) {
@@ -354,6 +286,7 @@ class Machine {
     if (callable->kind != Kind::kGlobal) {
       ValueRef object = make_value(Kind::kObject);
       object->text = "(call of " + describe(*callable) + ")";
+      charge(args->items.size());
       object->items = args->items;
       return object;
     }
@@ -364,6 +297,7 @@ class Machine {
     if (ValueRef result = call_builtin(name, *args)) return result;
     ValueRef object = make_value(Kind::kObject);
     object->text = name;
+    charge(args->items.size());
     object->items = args->items;
     return object;
   }
@@ -375,6 +309,7 @@ class Machine {
       if (args.items.empty()) return dict;
       const Value& source = *args.items[0];
       if (args.items.size() == 1 && source.kind == Kind::kDict) {
+        charge(source.entries.size());
         dict->entries = source.entries;
         return dict;
       }
@@ -385,7 +320,7 @@ class Machine {
         if ((pair->kind != Kind::kTuple && pair->kind != Kind::kList) || pair->items.size() != 2) {
           return nullptr;
         }
-        set_item(*dict, pair->items[0], pair->items[1]);
+        set_item(dict, pair->items[0], pair->items[1]);
       }
       return dict;
     }
@@ -394,6 +329,7 @@ class Machine {
       ValueRef set = make_value(Kind::kSet);
       if (args.items.size() == 1 &&
           (args.items[0]->kind == Kind::kList || args.items[0]->kind == Kind::kTuple)) {
+        charge(args.items[0]->items.size());
         set->items = args.items[0]->items;
       } else if (!args.items.empty()) {
         return nullptr;
@@ -403,6 +339,7 @@ class Machine {
     if (name == "builtins.bytearray" || name == "__builtin__.bytearray") {
       ValueRef bytes = make_value(Kind::kBytes);
       if (args.items.size() == 1 && args.items[0]->kind == Kind::kBytes) {
+        charge(args.items[0]->text.size());
         bytes->text = args.items[0]->text;
       } else if (!args.items.empty()) {
         return nullptr;
@@ -414,6 +351,7 @@ class Machine {
         args.items[0]->kind == Kind::kString && args.items[1]->kind == Kind::kString) {
       const std::string& encoding = args.items[1]->text;
       const std::string& text = args.items[0]->text;
+      charge(text.size());
       ValueRef bytes = make_value(Kind::kBytes);
       if (encoding == "latin1" || encoding == "latin-1" || encoding == "iso-8859-1") {
         for (size_t i = 0; i < text.size(); ++i) {
@@ -581,13 +519,18 @@ class Machine {
       }
       case APPEND: {
         ValueRef item = pop();
-        expect(top(), Kind::kList, "a list").items.push_back(std::move(item));
+        const ValueRef& list = top();
+        expect(list, Kind::kList, "a list");
+        check_acyclic(list, item);
+        list->items.push_back(std::move(item));
         return;
       }
       case APPENDS: {
         std::vector<ValueRef> items = pop_mark();
-        Value& list = expect(top(), Kind::kList, "a list");
-        list.items.insert(list.items.end(), items.begin(), items.end());
+        const ValueRef& list = top();
+        expect(list, Kind::kList, "a list");
+        for (const ValueRef& item : items) check_acyclic(list, item);
+        list->items.insert(list->items.end(), items.begin(), items.end());
         return;
       }
       case EMPTY_DICT:
@@ -597,21 +540,22 @@ class Machine {
         std::vector<ValueRef> items = pop_mark();
         OASR_CHECK(items.size() % 2 == 0, kCorruptFile, where(), "odd number of dict items");
         ValueRef dict = make_value(Kind::kDict);
-        for (size_t i = 0; i < items.size(); i += 2) set_item(*dict, items[i], items[i + 1]);
+        for (size_t i = 0; i < items.size(); i += 2) set_item(dict, items[i], items[i + 1]);
         push(dict);
         return;
       }
       case SETITEM: {
         ValueRef value = pop();
         ValueRef key = pop();
-        set_item(expect(top(), Kind::kDict, "a dict"), std::move(key), std::move(value));
+        expect(top(), Kind::kDict, "a dict");
+        set_item(top(), std::move(key), std::move(value));
         return;
       }
       case SETITEMS: {
         std::vector<ValueRef> items = pop_mark();
         OASR_CHECK(items.size() % 2 == 0, kCorruptFile, where(), "odd number of dict items");
-        Value& dict = expect(top(), Kind::kDict, "a dict");
-        for (size_t i = 0; i < items.size(); i += 2) set_item(dict, items[i], items[i + 1]);
+        expect(top(), Kind::kDict, "a dict");
+        for (size_t i = 0; i < items.size(); i += 2) set_item(top(), items[i], items[i + 1]);
         return;
       }
       case EMPTY_SET:
@@ -619,8 +563,10 @@ class Machine {
         return;
       case ADDITEMS: {
         std::vector<ValueRef> items = pop_mark();
-        Value& set = expect(top(), Kind::kSet, "a set");
-        set.items.insert(set.items.end(), items.begin(), items.end());
+        const ValueRef& set = top();
+        expect(set, Kind::kSet, "a set");
+        for (const ValueRef& item : items) check_acyclic(set, item);
+        set->items.insert(set->items.end(), items.begin(), items.end());
         return;
       }
       case FROZENSET: {
@@ -665,6 +611,7 @@ class Machine {
         ValueRef module = pop();
         expect(name, Kind::kString, "a str name");
         expect(module, Kind::kString, "a str module");
+        charge(module->text.size() + name->text.size());
         ValueRef global = make_value(Kind::kGlobal);
         global->text = module->text + "." + name->text;
         push(global);
@@ -754,6 +701,8 @@ class Machine {
   std::vector<ValueRef> stack_;
   std::vector<size_t> marks_;
   std::unordered_map<uint64_t, ValueRef> memo_;
+  detail::WorkBudget budget_;
+  detail::DictWriter dicts_;
 };
 
 }  // namespace

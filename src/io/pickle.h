@@ -39,6 +39,13 @@ enum class Kind {
 // Containers are shared (pickle's memo hands out references, and a list may
 // be filled after it was memoized), hence ValueRef everywhere.
 struct Value {
+  Value() = default;
+  Value(const Value&) = default;
+  Value(Value&&) = default;
+  Value& operator=(const Value&) = default;
+  Value& operator=(Value&&) = default;
+  ~Value();  // iterative: releasing a deeply nested value does not recurse
+
   Kind kind = Kind::kNone;
   bool boolean = false;
   int64_t integer = 0;

@@ -4,10 +4,12 @@
 
 #include <algorithm>
 #include <limits>
+#include <optional>
 #include <set>
 #include <sstream>
 
 #include "core/error.h"
+#include "io/tensor_extent.h"
 
 namespace oasr::io::detail {
 
@@ -106,13 +108,9 @@ struct EntryParser {
 
   // The byte count a dtype and shape need, refusing sizes that overflow.
   uint64_t needed_bytes(const std::string& name, DType dtype, const Shape& shape) const {
-    uint64_t total = dtype_size(dtype);
-    bool overflow = false;
-    for (int64_t d : shape) {
-      overflow = overflow || __builtin_mul_overflow(total, static_cast<uint64_t>(d), &total);
-    }
-    if (overflow) fail(name, "shape " + shape_str(shape) + " is too large to address");
-    return total;
+    const std::optional<uint64_t> bytes = tensor_nbytes(shape, dtype_size(dtype));
+    if (!bytes) fail(name, "shape " + shape_str(shape) + " is too large to address");
+    return *bytes;
   }
 
   TensorInfo parse(const std::string& name, const json& entry) const {

@@ -15,6 +15,7 @@
 
 #include "core/error.h"
 #include "io/pickle.h"
+#include "io/tensor_extent.h"
 
 namespace oasr::io {
 
@@ -34,9 +35,15 @@ namespace {
 
 // ---- the zip archive ----------------------------------------------------------
 
+// Deflate's best case: 1032 bytes out per byte in.
+constexpr uint64_t kMaxDeflateRatio = 1032;
+
 class ZipArchive {
  public:
   explicit ZipArchive(const fs::path& path) : path_(path.string()) {
+    std::error_code ec;
+    file_size_ = fs::file_size(path, ec);
+    OASR_CHECK(!ec, kIo, path_, ": cannot read the file size: ", ec.message());
     int code = 0;
     archive_ = zip_open(path_.c_str(), ZIP_RDONLY | ZIP_CHECKCONS, &code);
     if (archive_ == nullptr) {
@@ -61,6 +68,7 @@ class ZipArchive {
   ZipArchive& operator=(const ZipArchive&) = delete;
 
   const std::string& path() const { return path_; }
+  uint64_t file_size() const { return file_size_; }
 
   std::vector<std::string> names() const {
     std::vector<std::string> out;
@@ -78,12 +86,25 @@ class ZipArchive {
     return static_cast<zip_uint64_t>(index);
   }
 
+  // The entry's uncompressed size as the archive states it, refused when
+  // the file could not hold it (stored: its own size; deflated: 1032 times),
+  // so a lying size never becomes an allocation.
   uint64_t size(zip_uint64_t index) const {
     zip_stat_t stat;
     zip_stat_init(&stat);
-    OASR_CHECK(zip_stat_index(archive_, index, 0, &stat) == 0 && (stat.valid & ZIP_STAT_SIZE),
+    OASR_CHECK(zip_stat_index(archive_, index, 0, &stat) == 0 && (stat.valid & ZIP_STAT_SIZE) &&
+                   (stat.valid & ZIP_STAT_COMP_METHOD),
                kCorruptFile, path_, ": cannot stat zip entry #", index, ": ",
                zip_strerror(archive_));
+    const std::string name = stat.name != nullptr ? stat.name : "#" + std::to_string(index);
+    OASR_CHECK(stat.comp_method == ZIP_CM_STORE || stat.comp_method == ZIP_CM_DEFLATE, kUnsupported,
+               path_, ": zip entry ", name, " is compressed with method ", stat.comp_method,
+               "; torch.save stores entries uncompressed (zip's deflate is read too): re-save the "
+               "checkpoint with torch.save");
+    const uint64_t limit =
+        stat.comp_method == ZIP_CM_STORE ? file_size_ : file_size_ * kMaxDeflateRatio;
+    OASR_CHECK(stat.size <= limit, kCorruptFile, path_, ": zip entry ", name, " claims ", stat.size,
+               " bytes, more than the ", file_size_, "-byte file can hold: the archive is damaged");
     return stat.size;
   }
 
@@ -125,6 +146,7 @@ class ZipArchive {
 
  private:
   std::string path_;
+  uint64_t file_size_ = 0;
   zip_t* archive_ = nullptr;
 };
 
@@ -184,8 +206,12 @@ std::vector<int64_t> as_int_tuple(const Value& value, const std::string& context
 
 class TorchUnpickler {
  public:
+  // Storages are read once, but a strided or converted view is a copy, and
+  // a pickle may rebuild one view many times: what the views copy is
+  // bounded by the archive's size (with room for float64 -> float32 and
+  // overlapping views).
   TorchUnpickler(const ZipArchive& zip, std::string prefix)
-      : zip_(zip), prefix_(std::move(prefix)) {}
+      : zip_(zip), prefix_(std::move(prefix)), copy_budget_(2 * zip.file_size() + (64u << 20)) {}
 
   ValueRef run(const std::string& pickle_entry) {
     const zip_uint64_t index = *zip_.locate(pickle_entry);
@@ -291,23 +317,31 @@ class TorchUnpickler {
     const auto& ref = *std::static_pointer_cast<StorageRef>(storage_value.external);
     const int64_t offset = as_int(offset_value, ctx + " storage_offset");
     const Shape shape = as_int_tuple(size_value, ctx + " size");
-    const std::vector<int64_t> strides = as_int_tuple(stride_value, ctx + " stride");
+    std::vector<int64_t> strides = as_int_tuple(stride_value, ctx + " stride");
     OASR_CHECK(shape.size() == strides.size(), kCorruptFile, ctx, ": size ", shape_str(shape),
                " and stride ", shape_str(strides), " differ in rank");
     OASR_CHECK(offset >= 0, kCorruptFile, ctx, ": negative storage offset ", offset);
+    for (size_t d = 0; d < shape.size(); ++d) {
+      OASR_CHECK(shape[d] >= 0 && strides[d] >= 0, kCorruptFile, ctx, ": bad size ",
+                 shape_str(shape), " / stride ", shape_str(strides));
+      // A dimension of size 1 never steps: its stride means nothing (and
+      // stepping by a huge one would overflow in gather()).
+      if (shape[d] == 1) strides[d] = 0;
+    }
+    // Tensor lays out even an empty view contiguously: its strides must fit
+    // too (io/tensor_extent.h). After this the element count cannot overflow.
+    const size_t widest = std::max(ref.kind->element_size, dtype_size(ref.kind->dtype));
+    OASR_CHECK(detail::tensor_nbytes(shape, widest).has_value(), kCorruptFile, ctx, ": size ",
+               shape_str(shape), " is too large to address");
+    const int64_t numel = shape_numel(shape);
     // The farthest element the view reaches must lie inside the storage.
     constexpr int64_t kLimit = std::numeric_limits<int64_t>::max() / 4;
-    int64_t numel = 1;
     int64_t last = offset;
     for (size_t d = 0; d < shape.size(); ++d) {
-      OASR_CHECK(shape[d] >= 0 && strides[d] >= 0 && shape[d] < kLimit && strides[d] < kLimit,
-                 kCorruptFile, ctx, ": bad size ", shape_str(shape), " / stride ",
-                 shape_str(strides));
-      numel = shape[d] == 0 || numel == 0 ? 0 : numel * shape[d];
-      OASR_CHECK(numel < kLimit, kCorruptFile, ctx, ": size ", shape_str(shape), " overflows");
       if (shape[d] > 0) {
-        OASR_CHECK(strides[d] == 0 || (shape[d] - 1) <= (kLimit - last) / strides[d], kCorruptFile,
-                   ctx, ": stride ", shape_str(strides), " overflows");
+        OASR_CHECK(
+            strides[d] == 0 || (last <= kLimit && (shape[d] - 1) <= (kLimit - last) / strides[d]),
+            kCorruptFile, ctx, ": stride ", shape_str(strides), " overflows");
         last += (shape[d] - 1) * strides[d];
       }
     }
@@ -329,6 +363,12 @@ class TorchUnpickler {
       payload->tensor = Tensor::from_storage(storage, static_cast<size_t>(offset) * element, shape,
                                              ref.kind->dtype);
     } else {
+      const uint64_t copied = static_cast<uint64_t>(numel) * dtype_size(ref.kind->dtype);
+      OASR_CHECK(copied <= copy_budget_, kCorruptFile, ctx,
+                 ": the views of this archive copy more ", "than twice its bytes (", ref.key,
+                 " and others rebuilt over and over); a ",
+                 "checkpoint written by torch.save does not");
+      copy_budget_ -= copied;
       payload->tensor = gather(*storage, *ref.kind, offset, shape, strides);
     }
     return pickle::make_external(payload, kTensorType);
@@ -380,6 +420,7 @@ class TorchUnpickler {
 
   const ZipArchive& zip_;
   std::string prefix_;
+  uint64_t copy_budget_;
   std::map<std::string, std::pair<const StorageKind*, std::shared_ptr<Storage>>> storages_;
 };
 

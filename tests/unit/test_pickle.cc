@@ -175,5 +175,52 @@ TEST(Pickle, RefusesWhatDataCannotRelyOn) {
   }
 }
 
+// What a small hostile pickle must not make the reader do: keep a container
+// that holds itself (never freed), recurse once per nesting level when the
+// value is released, search a dict linearly per key, or copy a shared value
+// without bound.
+TEST(Pickle, BoundsTheWorkAPickleCanCause) {
+  using namespace std::string_literals;
+  for (const std::string& text : {"\x80\x02]q\x00h\x00"
+                                  "a."s,
+                                  "\x80\x02}q\x00K\x01h\x00s."s,
+                                  "\x80\x02]q\x00]q\x01h\x00"
+                                  "a0h\x00h\x01"
+                                  "a."s}) {
+    try {
+      unpickle(bytes_of(text), {}, "data.pkl");
+      ADD_FAILURE() << "a self-referencing container was accepted";
+    } catch (const Error& e) {
+      EXPECT_NE(std::string(e.what()).find("inside itself"), std::string::npos) << e.what();
+    }
+  }
+
+  std::string deep = "N" + std::string(1'000'000, '\x85') + ".";  // a million nested 1-tuples
+  ValueRef root = unpickle(bytes_of(deep), {}, "data.pkl");
+  EXPECT_EQ(root->kind, Kind::kTuple);
+  root.reset();  // released without a million nested destructor calls
+
+  std::string keys = "}(";
+  constexpr int kKeys = 200'000;
+  for (int i = 0; i < kKeys; ++i) {
+    keys += 'J';
+    for (int b = 0; b < 4; ++b) keys += static_cast<char>((i >> (8 * b)) & 0xFF);
+    keys += 'N';
+  }
+  keys += "u.";
+  EXPECT_EQ(unpickle(bytes_of(keys), {}, "data.pkl")->entries.size(), size_t{kKeys});
+
+  // set(shared_list) ten thousand times: each call copies 100000 items.
+  std::string bomb = "cbuiltins\nset\nq\x01](" + std::string(100'000, 'N') + "eq\x00"s;
+  for (int i = 0; i < 10'000; ++i) bomb += "h\x01h\x00\x85R0"s;
+  bomb += ".";
+  try {
+    unpickle(bytes_of(bomb), {}, "data.pkl");
+    ADD_FAILURE() << "a copy bomb was expanded";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("decompression bomb"), std::string::npos) << e.what();
+  }
+}
+
 }  // namespace
 }  // namespace oasr

@@ -361,6 +361,14 @@ TEST(WenetDir, ReadsUnitsAndNamesTheLineOfEachDefect) {
     EXPECT_TRUE(throws([&] { models::read_units(units, 3); }, ErrorCode::kCorruptFile, needles))
         << text;
   }
+  // An absurd vocabulary size (a damaged config) is refused by what the file
+  // holds, without sizing a table for it (the fuzz finding: 2^40 units).
+  write_text_file(units, "a 0\nb 1\n");
+  EXPECT_TRUE(throws([&] { models::read_units(units, int64_t{1} << 40); }, ErrorCode::kCorruptFile,
+                     {"holds 2 units but the config's vocabulary has 1099511627776", "id 2"}));
+  write_text_file(units, "");
+  EXPECT_TRUE(throws([&] { models::read_units(units, int64_t{1} << 40); }, ErrorCode::kCorruptFile,
+                     {"holds 0 units", "id 0 is missing"}));
 }
 
 TEST(WenetDir, ComputesCmvnAsWenetDoesFromJsonAndKaldiText) {

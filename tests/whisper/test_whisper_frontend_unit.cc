@@ -236,7 +236,7 @@ TEST(ByteLevelBpe, RefusesWhatItCannotServe) {
   refuse(tokenizer_json(kAbcVocab, R"(["a b c"])"), ErrorCode::kCorruptFile, "merges[0]");
   refuse(tokenizer_json(kAbcVocab, R"([["a"]])"), ErrorCode::kCorruptFile, "merges[0]");
   refuse(tokenizer_json(R"({"a": 0, "b": 0})", "[]"), ErrorCode::kCorruptFile, "id 0");
-  refuse(tokenizer_json(R"({"a": -3})", "[]"), ErrorCode::kCorruptFile, "non-negative");
+  refuse(tokenizer_json(R"({"a": -3})", "[]"), ErrorCode::kCorruptFile, "an integer in [0, 2^32)");
   refuse(tokenizer_json(kAbcVocab, "[]", R"("byte_fallback": true,)"), ErrorCode::kUnsupported,
          "byte_fallback");
   std::string dropout = tokenizer_json(kAbcVocab, "[]");

@@ -127,7 +127,7 @@ Cmvn parse_json_cmvn(const std::string& text, const fs::path& path) {
   nlohmann::json stats;
   try {
     stats = nlohmann::json::parse(text);
-  } catch (const nlohmann::json::parse_error& e) {
+  } catch (const nlohmann::json::exception& e) {  // parse_error, or out_of_range (1e999)
     OASR_THROW(kCorruptFile, path.string(), ": malformed JSON CMVN: ", e.what());
   }
   auto numbers = [&](const char* key) {
@@ -259,8 +259,10 @@ WenetDir locate_wenet_dir(const fs::path& path) {
 
 std::vector<std::string> read_units(const fs::path& path, int64_t vocab_size) {
   const std::string text = read_file(path, "symbol table");
-  std::vector<std::string> units(static_cast<size_t>(std::max<int64_t>(vocab_size, 0)));
-  std::vector<bool> seen(units.size(), false);
+  // Entries are collected before any table is sized: the config's
+  // vocabulary size is untrusted too, and a table of that many units is
+  // allocated only once the file has held one line for each of them.
+  std::unordered_map<int64_t, std::string> by_id;
   std::istringstream in(text);
   size_t line_number = 0;
   for (std::string line; std::getline(in, line);) {
@@ -278,15 +280,18 @@ std::vector<std::string> read_units(const fs::path& path, int64_t vocab_size) {
     OASR_CHECK(id >= 0 && id < vocab_size, kCorruptFile, path.string(), ":", line_number, ": id ",
                id, " is outside 0..", vocab_size - 1, " (the config's vocabulary has ", vocab_size,
                " units)");
-    OASR_CHECK(!seen[static_cast<size_t>(id)], kCorruptFile, path.string(), ":", line_number,
+    OASR_CHECK(by_id.emplace(id, parts[0]).second, kCorruptFile, path.string(), ":", line_number,
                ": id ", id, " appears twice");
-    seen[static_cast<size_t>(id)] = true;
-    units[static_cast<size_t>(id)] = parts[0];
   }
-  const auto missing = std::find(seen.begin(), seen.end(), false);
-  OASR_CHECK(missing == seen.end(), kCorruptFile, path.string(), ": holds ",
-             std::count(seen.begin(), seen.end(), true), " units but the config's vocabulary has ",
-             vocab_size, " (id ", missing - seen.begin(), " is missing)");
+  if (static_cast<int64_t>(by_id.size()) != std::max<int64_t>(vocab_size, 0)) {
+    int64_t missing = 0;
+    while (by_id.count(missing) != 0) ++missing;
+    OASR_THROW(kCorruptFile, path.string(), ": holds ", by_id.size(),
+               " units but the config's vocabulary has ", vocab_size, " (id ", missing,
+               " is missing)");
+  }
+  std::vector<std::string> units(by_id.size());
+  for (auto& [id, token] : by_id) units[static_cast<size_t>(id)] = std::move(token);
   return units;
 }
 

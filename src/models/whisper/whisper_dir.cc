@@ -279,6 +279,9 @@ std::map<std::string, int64_t> read_whisper_special_tokens(const WhisperSource& 
           const long long value = std::strtoll(id.c_str(), &end, 10);
           OASR_CHECK(!id.empty() && *end == '\0', kCorruptFile, tokenizer_config.string(),
                      ": added_tokens_decoder key \"", id, "\" is not a token id");
+          OASR_CHECK(entry["content"].is_string(), kCorruptFile, tokenizer_config.string(),
+                     ": added_tokens_decoder[\"", id, "\"].content must be a string, got ",
+                     entry["content"].dump());
           out[entry["content"].get<std::string>()] = value;
         }
       }
