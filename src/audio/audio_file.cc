@@ -25,11 +25,6 @@ namespace {
 // the call, small enough that the scratch buffer stays in cache.
 constexpr sf_count_t kChunkSamples = 65536;
 
-// Float audio is meant to lie in [-1, 1]; a little over is clipping, but a
-// sample beyond this is data that was never normalised (int16 values
-// stored as float, or garbage), which the models turn into NaN.
-constexpr float kMaxFloatMagnitude = 64.0f;
-
 struct SndfileCloser {
   void operator()(SNDFILE* file) const { sf_close(file); }
 };
@@ -276,6 +271,19 @@ DecodedAudio load_audio(const std::filesystem::path& path, const AudioLoadOption
              ": not a readable audio file (libsndfile: ", sf_strerror(nullptr),
              "); supported are WAV, FLAC, OGG, MP3 and the other formats libsndfile reads");
   return decode(file, info, static_cast<uint64_t>(st.st_size), label, options);
+}
+
+void check_samples(std::span<const float> samples, const std::string& label) {
+  for (size_t i = 0; i < samples.size(); ++i) {
+    const float value = samples[i];
+    OASR_CHECK(std::isfinite(value), kInvalidArgument, label, ": sample ", i,
+               " is not a finite number (", value, ")");
+    OASR_CHECK(std::fabs(value) <= kMaxFloatMagnitude, kInvalidArgument, label, ": sample ", i,
+               " is ", value,
+               "; float audio is expected in [-1, 1] and these samples are not "
+               "normalised (beyond +-",
+               kMaxFloatMagnitude, "): scale them into [-1, 1] (int16 values: divide by 32768)");
+  }
 }
 
 DecodedAudio load_audio(const std::filesystem::path& path, int target_sample_rate) {

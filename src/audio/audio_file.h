@@ -15,6 +15,7 @@
 #pragma once
 
 #include <filesystem>
+#include <span>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -47,6 +48,16 @@ struct DecodedAudio {
     return sample_rate > 0 ? static_cast<double>(samples.size()) / sample_rate : 0.0;
   }
 };
+
+// Float audio is meant to lie in [-1, 1]; a little over is clipping, but a
+// sample beyond this is data that was never normalised (int16 values
+// stored as float, or garbage), which the models turn into NaN.
+inline constexpr float kMaxFloatMagnitude = 64.0f;
+
+// Refuses samples handed over in memory (a numpy array, a stream's PCM)
+// that a file would be refused for: a non-finite value (kInvalidArgument)
+// or one beyond kMaxFloatMagnitude, naming `label`, the index and the value.
+void check_samples(std::span<const float> samples, const std::string& label);
 
 DecodedAudio load_audio(const std::filesystem::path& path, const AudioLoadOptions& options = {});
 // Shorthand: resample to `target_sample_rate` (0 keeps the file's rate).

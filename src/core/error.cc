@@ -11,6 +11,8 @@ const char* error_code_name(ErrorCode code) {
     case ErrorCode::kUnsupported: return "unsupported";
     case ErrorCode::kOutOfMemory: return "out_of_memory";
     case ErrorCode::kInternal: return "internal";
+    case ErrorCode::kCancelled:
+      return "cancelled";
   }
   return "unknown";
 }

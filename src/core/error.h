@@ -17,7 +17,8 @@ enum class ErrorCode {
   kIo,               // the OS refused a read/write/mmap
   kUnsupported,      // well-formed, but this build/backend cannot serve it
   kOutOfMemory,
-  kInternal,         // a broken invariant inside oasr (a bug)
+  kInternal,   // a broken invariant inside oasr (a bug)
+  kCancelled,  // the caller asked the work to stop (core/cancellation.h)
 };
 
 const char* error_code_name(ErrorCode code);

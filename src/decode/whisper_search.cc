@@ -5,6 +5,7 @@
 #include <limits>
 #include <sstream>
 
+#include "core/cancellation.h"
 #include "core/error.h"
 #include "decode/ctc_search.h"
 #include "ops/log_softmax.h"
@@ -202,6 +203,7 @@ std::vector<WhisperHypothesis> whisper_greedy_search(WhisperDecoderStep& step, i
   Tensor tokens = token_rows(std::vector<std::vector<int64_t>>(batch, options.prompt));
   std::vector<float> processed;
   for (int64_t cur_len = prompt_len;;) {
+    throw_if_cancelled();  // one decode step per check (core/cancellation.h)
     const Tensor logits = run_step(step, tokens);
     const int64_t vocab = logits.size(1);
     const Tensor log_probs = ops::log_softmax(logits).contiguous();
@@ -277,6 +279,7 @@ std::vector<WhisperHypothesis> whisper_beam_search(WhisperDecoderStep& step, int
   std::vector<int64_t> next_tokens(static_cast<size_t>(rows));
   std::vector<int64_t> source_rows(static_cast<size_t>(rows));
   for (int64_t cur_len = prompt_len;;) {
+    throw_if_cancelled();  // one decode step per check (core/cancellation.h)
     const Tensor logits = run_step(step, tokens);
     const int64_t vocab = logits.size(1);
     // log_softmax first, then the processors, then the running score: the

@@ -9,6 +9,12 @@
 
 namespace oasr::engine {
 
+namespace {
+std::vector<Waveform> views_of(const std::vector<std::vector<float>>& utterances) {
+  return std::vector<Waveform>(utterances.begin(), utterances.end());
+}
+}  // namespace
+
 ASREngine::ASREngine(const EngineConfig& config) : config_(config) {
   architecture_ = &models::architecture_for(config_.ckpt_dir);
   // An architecture without a CUDA path is refused by name before the
@@ -73,10 +79,21 @@ std::vector<Transcript> ASREngine::transcribe_files(const std::vector<std::files
   std::vector<std::vector<float>> utterances;
   utterances.reserve(paths.size());
   for (const auto& path : paths) utterances.push_back(load_utterance(path));
-  return recognizer_->transcribe(utterances, options, config_.max_batch_size);
+  return recognizer_->transcribe(views_of(utterances), options, config_.max_batch_size);
 }
 
 std::vector<Transcript> ASREngine::transcribe(const std::vector<std::vector<float>>& utterances,
+                                              const DecodeOverrides& overrides) const {
+  return transcribe(std::span<const Waveform>(views_of(utterances)), overrides);
+}
+
+std::vector<UtteranceResult> ASREngine::transcribe_each(
+    const std::vector<std::vector<float>>& utterances, const std::vector<std::string>& labels,
+    const DecodeOverrides& overrides) const {
+  return transcribe_each(std::span<const Waveform>(views_of(utterances)), labels, overrides);
+}
+
+std::vector<Transcript> ASREngine::transcribe(std::span<const Waveform> utterances,
                                               const DecodeOverrides& overrides) const {
   const DecodeOptions options = resolve_decode(overrides);
   for (size_t i = 0; i < utterances.size(); ++i) {
@@ -85,9 +102,9 @@ std::vector<Transcript> ASREngine::transcribe(const std::vector<std::vector<floa
   return recognizer_->transcribe(utterances, options, config_.max_batch_size);
 }
 
-std::vector<UtteranceResult> ASREngine::transcribe_each(
-    const std::vector<std::vector<float>>& utterances, const std::vector<std::string>& labels,
-    const DecodeOverrides& overrides) const {
+std::vector<UtteranceResult> ASREngine::transcribe_each(std::span<const Waveform> utterances,
+                                                        const std::vector<std::string>& labels,
+                                                        const DecodeOverrides& overrides) const {
   OASR_CHECK(labels.size() == utterances.size(), kInvalidArgument,
              "transcribe_each: ", labels.size(), " labels for ", utterances.size(),
              " utterances; give one each");
@@ -106,18 +123,15 @@ std::vector<UtteranceResult> ASREngine::transcribe_each(
   return results;
 }
 
-void ASREngine::transcribe_splitting(const std::vector<std::vector<float>>& utterances,
+void ASREngine::transcribe_splitting(std::span<const Waveform> utterances,
                                      const std::vector<std::string>& labels,
                                      std::vector<size_t> indices, const DecodeOptions& options,
                                      std::vector<UtteranceResult>& results) const {
   if (indices.empty()) return;
-  // The whole input in one call needs no copy of the samples.
-  std::vector<std::vector<float>> subset;
-  if (indices.size() != utterances.size()) {
-    subset.reserve(indices.size());
-    for (size_t i : indices) subset.push_back(utterances[i]);
-  }
-  const auto& batch = indices.size() == utterances.size() ? utterances : subset;
+  // Views of the chosen utterances: a subset copies no samples.
+  std::vector<Waveform> batch;
+  batch.reserve(indices.size());
+  for (size_t i : indices) batch.push_back(utterances[i]);
   try {
     std::vector<Transcript> decoded =
         recognizer_->transcribe(batch, options, config_.max_batch_size);
@@ -126,13 +140,14 @@ void ASREngine::transcribe_splitting(const std::vector<std::vector<float>>& utte
     }
     return;
   } catch (const Error& e) {
+    // A stop request ends the whole call; it is nobody's utterance's fault.
+    if (e.code() == ErrorCode::kCancelled) throw;
     if (indices.size() == 1) {
       results[indices[0]].error = Error(e.code(), labels[indices[0]] + ": " + e.what());
       return;
     }
   }
-  subset.clear();
-  subset.shrink_to_fit();
+  batch.clear();
   const auto middle = indices.begin() + static_cast<std::ptrdiff_t>(indices.size() / 2);
   transcribe_splitting(utterances, labels, std::vector<size_t>(indices.begin(), middle), options,
                        results);

@@ -72,7 +72,9 @@ class ASREngine {
   // Decodes each file (resampled to the model's rate); results in input order.
   std::vector<Transcript> transcribe_files(const std::vector<std::filesystem::path>& paths,
                                            const DecodeOverrides& overrides = {}) const;
-  // Mono samples in [-1, 1) at sample_rate().
+  // Mono samples in [-1, 1) at sample_rate(), read in place (no copy).
+  std::vector<Transcript> transcribe(std::span<const Waveform> utterances,
+                                     const DecodeOverrides& overrides = {}) const;
   std::vector<Transcript> transcribe(const std::vector<std::vector<float>>& utterances,
                                      const DecodeOverrides& overrides = {}) const;
 
@@ -83,6 +85,9 @@ class ASREngine {
   // happy path is one transcribe() call. `labels` (one per utterance: a path,
   // a manifest id, a request id) start each error's message. Decode options
   // are resolved first: a bad override still refuses the whole call.
+  std::vector<UtteranceResult> transcribe_each(std::span<const Waveform> utterances,
+                                               const std::vector<std::string>& labels,
+                                               const DecodeOverrides& overrides = {}) const;
   std::vector<UtteranceResult> transcribe_each(const std::vector<std::vector<float>>& utterances,
                                                const std::vector<std::string>& labels,
                                                const DecodeOverrides& overrides = {}) const;
@@ -124,7 +129,7 @@ class ASREngine {
   void log_quantization() const;
   void check_length(size_t samples, const std::string& label) const;
   // Decodes utterances[indices], splitting the set on failure (transcribe_each).
-  void transcribe_splitting(const std::vector<std::vector<float>>& utterances,
+  void transcribe_splitting(std::span<const Waveform> utterances,
                             const std::vector<std::string>& labels, std::vector<size_t> indices,
                             const DecodeOptions& options,
                             std::vector<UtteranceResult>& results) const;

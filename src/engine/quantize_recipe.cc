@@ -10,6 +10,7 @@
 #include <set>
 
 #include "audio/audio_file.h"
+#include "core/cancellation.h"
 #include "core/error.h"
 #include "core/progress.h"
 #include "engine/asr_engine.h"
@@ -159,6 +160,7 @@ void run_calibration_pass(const CalibrationRun& run, std::shared_ptr<const Tenso
     progress.emplace(total, label, stderr, false);
   }
   for (const io::ManifestEntry& entry : run.selection.entries) {
+    throw_if_cancelled();
     audio::DecodedAudio decoded;
     try {
       decoded = audio::load_audio(entry.audio, load);

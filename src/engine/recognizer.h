@@ -31,6 +31,11 @@ struct TokenTime {
   double end = 0.0;
 };
 
+// One utterance's mono samples, borrowed for the length of a call: the
+// caller's buffer (a std::vector, a numpy array handed over by the Python
+// package without a copy) is read in place.
+using Waveform = std::span<const float>;
+
 struct Transcript {
   std::string text;
   std::vector<int64_t> tokens;
@@ -63,7 +68,7 @@ class Recognizer {
   virtual DecodeOptions resolve_decode(const DecodeOverrides& overrides) const = 0;
   // Mono samples in [-1, 1) at sample_rate(); results in input order, each
   // independent of the others in the call (batch invariance).
-  virtual std::vector<Transcript> transcribe(const std::vector<std::vector<float>>& utterances,
+  virtual std::vector<Transcript> transcribe(std::span<const Waveform> utterances,
                                              const DecodeOptions& options,
                                              int64_t max_batch_size) const = 0;
   // Whether start_session() serves. Refusing a non-streaming architecture

@@ -107,11 +107,11 @@ class CtcLinearRecognizer final : public engine::Recognizer {
     d.beam_size = 1;
     return d;
   }
-  std::vector<engine::Transcript> transcribe(const std::vector<std::vector<float>>& utterances,
+  std::vector<engine::Transcript> transcribe(std::span<const engine::Waveform> utterances,
                                              const engine::DecodeOptions&, int64_t) const override {
     ++batches_;
     std::vector<engine::Transcript> out;
-    for (const std::vector<float>& samples : utterances) {
+    for (const engine::Waveform samples : utterances) {
       const int64_t frames = static_cast<int64_t>(samples.size()) / 64;
       OASR_CHECK(frames > 0, kInvalidArgument, "shorter than one 64-sample frame");
       OASR_CHECK(frames <= kMaxFrames, kInvalidArgument, frames, " frames exceed the table of ",

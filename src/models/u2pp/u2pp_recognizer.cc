@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <numeric>
 
+#include "core/cancellation.h"
 #include "core/error.h"
 #include "decode/attention_rescoring.h"
 #include "decode/ctc_alignment.h"
@@ -158,9 +159,9 @@ Tensor U2ppRecognizer::features(std::span<const float> samples) const {
   return feats;
 }
 
-std::vector<Transcript> U2ppRecognizer::transcribe(
-    const std::vector<std::vector<float>>& utterances, const DecodeOptions& options,
-    int64_t max_batch_size) const {
+std::vector<Transcript> U2ppRecognizer::transcribe(std::span<const Waveform> utterances,
+                                                   const DecodeOptions& options,
+                                                   int64_t max_batch_size) const {
   std::vector<Tensor> feats;
   feats.reserve(utterances.size());
   for (const auto& samples : utterances) feats.push_back(features(samples));
@@ -172,6 +173,7 @@ std::vector<Transcript> U2ppRecognizer::transcribe(
   std::vector<Transcript> results(feats.size());
   const size_t batch = static_cast<size_t>(max_batch_size);
   for (size_t start = 0; start < order.size(); start += batch) {
+    throw_if_cancelled();
     const size_t end = std::min(order.size(), start + batch);
     std::vector<Tensor> group;
     for (size_t i = start; i < end; ++i) group.push_back(feats[order[i]]);

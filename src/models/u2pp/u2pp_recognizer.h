@@ -37,7 +37,7 @@ class U2ppRecognizer final : public Recognizer {
 
   int sample_rate() const override;
   DecodeOptions resolve_decode(const DecodeOverrides& overrides) const override;
-  std::vector<Transcript> transcribe(const std::vector<std::vector<float>>& utterances,
+  std::vector<Transcript> transcribe(std::span<const Waveform> utterances,
                                      const DecodeOptions& options,
                                      int64_t max_batch_size) const override;
   bool streams() const override { return true; }

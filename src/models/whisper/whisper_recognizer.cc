@@ -4,6 +4,7 @@
 #include <chrono>
 #include <optional>
 
+#include "core/cancellation.h"
 #include "core/error.h"
 #include "core/logging.h"
 #include "core/progress.h"
@@ -177,9 +178,9 @@ std::vector<decode::WhisperHypothesis> WhisperRecognizer::decode_windows(
   return hypotheses;
 }
 
-std::vector<Transcript> WhisperRecognizer::transcribe(
-    const std::vector<std::vector<float>>& utterances, const DecodeOptions& options,
-    int64_t max_batch_size) const {
+std::vector<Transcript> WhisperRecognizer::transcribe(std::span<const Waveform> utterances,
+                                                      const DecodeOptions& options,
+                                                      int64_t max_batch_size) const {
   OASR_CHECK(max_batch_size >= 1, kInvalidArgument, "max_batch_size must be >= 1, got ",
              max_batch_size);
   search_options(options);  // refuses bad options before any work
@@ -202,6 +203,7 @@ std::vector<Transcript> WhisperRecognizer::transcribe(
   std::optional<ProgressBar> progress;
   if (windows.size() > batch) progress.emplace(static_cast<int64_t>(windows.size()), "whisper");
   for (size_t start = 0; start < windows.size(); start += batch) {
+    throw_if_cancelled();
     const size_t count = std::min(batch, windows.size() - start);
     auto decoded = decode_windows(std::span<const Window>(windows).subspan(start, count), options);
     for (auto& h : decoded) hyps.push_back(std::move(h));

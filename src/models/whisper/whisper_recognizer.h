@@ -62,7 +62,7 @@ class WhisperRecognizer final : public Recognizer {
   DecodeOptions resolve_decode(const DecodeOverrides& overrides) const override;
   // Mono samples at 16 kHz, any length; results in input order; windows
   // are encoded and searched max_batch_size at a time.
-  std::vector<Transcript> transcribe(const std::vector<std::vector<float>>& utterances,
+  std::vector<Transcript> transcribe(std::span<const Waveform> utterances,
                                      const DecodeOptions& options,
                                      int64_t max_batch_size) const override;
   // HF's tokenizer.decode(ids, skip_special_tokens=True).
