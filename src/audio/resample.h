@@ -22,4 +22,32 @@ std::vector<float> resample(std::span<const float> samples, int from_rate, int t
 // The length resample() returns for `num_samples` input samples.
 int64_t resampled_length(int64_t num_samples, int from_rate, int to_rate);
 
+// resample() over audio that arrives in pieces (a stream): the same soxr
+// recipe, fed piece by piece; finish() flushes the filter and trims or pads
+// the whole output to resampled_length(total input) samples, so the pieces
+// put together equal resample() of the whole input (tested bit for bit in
+// test_audio_resample.cc).
+class StreamResampler {
+ public:
+  StreamResampler(int from_rate, int to_rate);
+  ~StreamResampler();
+  StreamResampler(const StreamResampler&) = delete;
+  StreamResampler& operator=(const StreamResampler&) = delete;
+
+  // The output samples this piece completes (possibly none).
+  std::vector<float> process(std::span<const float> samples);
+  // The rest of the output; process() is refused afterwards.
+  std::vector<float> finish();
+
+ private:
+  std::vector<float> run(const float* samples, size_t count, bool flush);
+
+  int from_rate_;
+  int to_rate_;
+  void* soxr_ = nullptr;  // soxr_t
+  int64_t consumed_ = 0;
+  int64_t produced_ = 0;
+  bool finished_ = false;
+};
+
 }  // namespace oasr::audio

@@ -33,6 +33,7 @@ struct ServerFlags {
   double max_audio_seconds = 600.0;
   int64_t request_timeout_s = 120;
   int64_t idle_timeout_s = 30;
+  int64_t stream_threads = 2;
   std::string api_key;
 };
 
@@ -53,6 +54,7 @@ void run(const oasr::cli::EngineFlags& engine_flags, const ServerFlags& flags) {
   options.max_batch = config.max_batch_size;
   options.max_batch_delay = std::chrono::milliseconds(flags.max_batch_delay_ms);
   options.max_queue = static_cast<size_t>(flags.max_queue);
+  options.stream_threads = static_cast<int>(flags.stream_threads);
   const quant::QuantizationInfo& info = engine.quantization_info();
   log::info("model '{}': {} ({}), device {}, dtype {}", options.model_name,
             engine.architecture().display_name, config.ckpt_dir.string(), config.device,
@@ -105,6 +107,10 @@ int main(int argc, char** argv) {
   app.add_option("--idle-timeout-s", flags.idle_timeout_s,
                  "a client silent this long (between or inside requests) is dropped (default 30)")
       ->check(CLI::Range(int64_t{1}, int64_t{3600}));
+  app.add_option("--stream-threads", flags.stream_threads,
+                 "threads decoding WebSocket streams' chunks, apart from the HTTP io threads "
+                 "(default 2)")
+      ->check(CLI::Range(int64_t{1}, int64_t{256}));
   app.add_option("--api-key", flags.api_key,
                  "require 'Authorization: Bearer KEY' on the /v1 routes (default: none)");
   try {

@@ -3,6 +3,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include <algorithm>
 #include <map>
 #include <set>
 
@@ -54,7 +55,10 @@ HttpFailure bad_request(const std::string& code, const std::string& message) {
 }  // namespace
 
 TranscriptionService::TranscriptionService(const engine::ASREngine& engine, ServiceOptions options)
-    : engine_(engine), options_(std::move(options)) {
+    : engine_(engine),
+      options_(std::move(options)),
+      stream_pool_(std::make_unique<boost::asio::thread_pool>(
+          static_cast<size_t>(std::max(1, options_.stream_threads)))) {
   BatcherOptions batching;
   batching.max_batch = options_.max_batch;
   batching.max_delay = options_.max_batch_delay;
@@ -66,6 +70,7 @@ TranscriptionService::TranscriptionService(const engine::ASREngine& engine, Serv
 
 TranscriptionService::~TranscriptionService() {
   drain();
+  stream_pool_->join();  // a stream's chunk in flight finishes; its session is gone
 }
 
 void TranscriptionService::drain() {
@@ -225,9 +230,14 @@ TranscriptionService::StreamStart TranscriptionService::start_stream(
   OASR_CHECK(rate != start.end() && rate->is_number_integer(), kInvalidArgument,
              "the first message needs \"sample_rate\" (an integer; this model takes ",
              engine_.sample_rate(), ")");
-  OASR_CHECK(rate->get<int64_t>() == engine_.sample_rate(), kInvalidArgument, "\"sample_rate\" ",
-             rate->dump(), ": this model takes ", engine_.sample_rate(),
-             " Hz audio; resample on the client (streams are not resampled)");
+  // Other rates are resampled as the stream arrives (audio::StreamResampler:
+  // the same audio as a file of that rate gives `oasr transcribe`).
+  OASR_CHECK(
+      rate->get<int64_t>() >= kMinStreamSampleRate && rate->get<int64_t>() <= kMaxStreamSampleRate,
+      kInvalidArgument, "\"sample_rate\" ", rate->dump(), ": expected ", kMinStreamSampleRate,
+      " to ", kMaxStreamSampleRate, " Hz (this model takes ", engine_.sample_rate(),
+      "; other rates are resampled)");
+  out.sample_rate = static_cast<int>(rate->get<int64_t>());
   start.erase("sample_rate");
   if (const auto format = start.find("format"); format != start.end()) {
     const std::string value = format->is_string() ? format->get<std::string>() : format->dump();

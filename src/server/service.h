@@ -7,6 +7,7 @@
 // Retry-After, 504 timed out).
 #pragma once
 
+#include <boost/asio/thread_pool.hpp>
 #include <boost/beast/http.hpp>
 
 #include <atomic>
@@ -36,6 +37,9 @@ struct ServiceOptions {
   int64_t max_batch = 16;
   std::chrono::milliseconds max_batch_delay{10};
   size_t max_queue = 256;
+  // Threads that run WebSocket streams' chunk computations, so a long chunk
+  // never holds an HTTP io thread.
+  int stream_threads = 2;
 };
 
 class TranscriptionService {
@@ -64,9 +68,13 @@ class TranscriptionService {
   // when the model does not stream, the rate is not the model's, or a key is
   // unknown. Without chunk_size a session decodes in chunks of 16 frames.
   enum class SampleFormat { kS16, kF32 };
+  // The PCM rates a stream may declare (telephone to studio).
+  static constexpr int64_t kMinStreamSampleRate = 4000;
+  static constexpr int64_t kMaxStreamSampleRate = 192000;
   struct StreamStart {
     std::unique_ptr<engine::StreamingSession> session;
     SampleFormat format = SampleFormat::kS16;
+    int sample_rate = 0;  // of the client's PCM; resampled to the engine's where it differs
   };
   StreamStart start_stream(const std::string& first_message) const;
   // Checks the Authorization header of a request when --api-key is set;
@@ -82,6 +90,8 @@ class TranscriptionService {
   bool draining() const { return draining_; }
   const ServiceOptions& options() const { return options_; }
   int engine_sample_rate() const { return engine_.sample_rate(); }
+  // Where streams decode (ServiceOptions::stream_threads threads).
+  boost::asio::thread_pool& stream_pool() { return *stream_pool_; }
 
  private:
   void transcribe(const Request& request, Reply reply);
@@ -93,6 +103,7 @@ class TranscriptionService {
   ServiceOptions options_;
   mutable Metrics metrics_;
   std::unique_ptr<Batcher> batcher_;
+  std::unique_ptr<boost::asio::thread_pool> stream_pool_;
   std::atomic<bool> draining_{false};
 };
 

@@ -1,15 +1,19 @@
 // The WebSocket streaming session; see stream_session.h.
 #include "server/stream_session.h"
 
+#include <boost/asio/post.hpp>
 #include <boost/beast/core.hpp>
 #include <boost/beast/websocket.hpp>
 #include <nlohmann/json.hpp>
 
 #include <cmath>
 #include <cstring>
+#include <optional>
 #include <string>
 #include <vector>
 
+#include "audio/audio_file.h"
+#include "audio/resample.h"
 #include "core/error.h"
 
 namespace oasr::server {
@@ -68,7 +72,10 @@ class StreamSession : public std::enable_shared_from_this<StreamSession> {
     if (!stream_.session) {
       stream_ = service_.start_stream(data);
       max_samples_ =
-          static_cast<size_t>(service_.options().max_audio_seconds * service_.engine_sample_rate());
+          static_cast<size_t>(service_.options().max_audio_seconds * stream_.sample_rate);
+      if (stream_.sample_rate != service_.engine_sample_rate()) {
+        resampler_.emplace(stream_.sample_rate, service_.engine_sample_rate());
+      }
       read();
       return;
     }
@@ -80,13 +87,19 @@ class StreamSession : public std::enable_shared_from_this<StreamSession> {
                " stray bytes): send whole ",
                stream_.format == TranscriptionService::SampleFormat::kS16 ? "16-bit" : "32-bit",
                " samples");
-    const engine::Transcript final = stream_.session->finish();
-    nlohmann::json reply = {
-        {"type", "final"},
-        {"text", final.text},
-        {"tokens", final.tokens},
-        {"duration", static_cast<double>(samples_) / service_.engine_sample_rate()}};
-    send(reply.dump(), /*then_close=*/true);
+    decode_then(
+        [this] {
+          if (resampler_) stream_.session->accept_waveform(resampler_->finish());
+          return stream_.session->finish();
+        },
+        [this](engine::Transcript final) {
+          nlohmann::json reply = {
+              {"type", "final"},
+              {"text", final.text},
+              {"tokens", final.tokens},
+              {"duration", static_cast<double>(samples_) / stream_.sample_rate}};
+          send(reply.dump(), /*then_close=*/true);
+        });
   }
 
   void on_audio(const std::string& data) {
@@ -105,8 +118,8 @@ class StreamSession : public std::enable_shared_from_this<StreamSession> {
         samples[i] = static_cast<float>(v) / 32768.0f;
       } else {
         std::memcpy(&samples[i], p, 4);
-        OASR_CHECK(std::isfinite(samples[i]) && std::fabs(samples[i]) <= 64.0f, kInvalidArgument,
-                   "sample ", samples_ + i, " is ", samples[i],
+        OASR_CHECK(std::isfinite(samples[i]) && std::fabs(samples[i]) <= audio::kMaxFloatMagnitude,
+                   kInvalidArgument, "sample ", samples_ + i, " is ", samples[i],
                    ": pcm_f32le samples are finite and normalised to [-1, 1)");
       }
     }
@@ -115,13 +128,48 @@ class StreamSession : public std::enable_shared_from_this<StreamSession> {
     OASR_CHECK(samples_ <= max_samples_, kInvalidArgument,
                "the stream is over --max-audio-seconds (", service_.options().max_audio_seconds,
                " s); end it and start another");
-    const engine::Transcript partial = stream_.session->accept_waveform(samples);
-    if (partial.text != last_partial_) {
-      last_partial_ = partial.text;
-      send(nlohmann::json{{"type", "partial"}, {"text", partial.text}}.dump(), false);
-      return;
-    }
-    read();
+    decode_then(
+        [this, samples = std::move(samples)]() mutable {
+          if (resampler_) samples = resampler_->process(samples);
+          return stream_.session->accept_waveform(samples);
+        },
+        [this](engine::Transcript partial) {
+          if (partial.text != last_partial_) {
+            last_partial_ = partial.text;
+            send(nlohmann::json{{"type", "partial"}, {"text", partial.text}}.dump(), false);
+            return;
+          }
+          read();
+        });
+  }
+
+  // Runs `work` (resampling and the session's chunk computations) on the
+  // service's stream pool, then `done` with its transcript back on this
+  // socket's executor; an error goes to fail(). Nothing reads the socket
+  // meanwhile, so the session is never touched by two threads at once.
+  template <class Work, class Done>
+  void decode_then(Work work, Done done) {
+    boost::asio::post(service_.stream_pool(), [self = shared_from_this(), work = std::move(work),
+                                               done = std::move(done)]() mutable {
+      std::optional<engine::Transcript> result;
+      std::optional<Error> error;
+      try {
+        result = work();
+      } catch (const Error& e) {
+        error = e;
+      } catch (const std::exception& e) {
+        error = Error(ErrorCode::kInternal, std::string("stream decoding failed: ") + e.what());
+      }
+      boost::asio::post(self->ws_.get_executor(),
+                        [self, result = std::move(result), error = std::move(error),
+                         done = std::move(done)]() mutable {
+                          if (error) {
+                            self->fail(*error);
+                            return;
+                          }
+                          done(std::move(*result));
+                        });
+    });
   }
 
   void fail(const Error& e) {
@@ -155,6 +203,7 @@ class StreamSession : public std::enable_shared_from_this<StreamSession> {
   const ListenOptions& options_;
   beast::flat_buffer buffer_;
   TranscriptionService::StreamStart stream_;
+  std::optional<audio::StreamResampler> resampler_;  // a client rate other than the model's
   std::string carry_;  // bytes of a sample split across messages
   size_t samples_ = 0;
   size_t max_samples_ = 0;

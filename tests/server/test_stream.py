@@ -87,10 +87,36 @@ def test_float_samples_and_a_decode_option(ws_server):
                             "duration": messages[-1]["duration"]}
 
 
+@pytest.mark.parametrize("rate", [16000, 44100])
+def test_another_rate_is_resampled_as_a_file_of_that_rate_is(ws_server, tmp_path, rate):
+    # The prompt at another rate (linear interpolation: any signal will do),
+    # as a WAV file for the CLI and as PCM for the stream: the server's
+    # piecewise resampling must give the CLI's one-shot result.
+    import array
+    src_rate, data = pcm(sound("vm-options"))
+    x = array.array("h", data)
+    n = len(x) * rate // src_rate
+    y = array.array("h", (x[min(int(i * src_rate / rate), len(x) - 1)] for i in range(n)))
+    path = str(tmp_path / f"vm-options-{rate}.wav")
+    with wave.open(path, "wb") as w:
+        w.setnchannels(1)
+        w.setsampwidth(2)
+        w.setframerate(rate)
+        w.writeframes(y.tobytes())
+    expected = cli_transcripts([path], "--chunk-size", "16")[path]
+    messages, code = asyncio.run(stream(f"ws://127.0.0.1:{ws_server.port}/v1/audio/stream",
+                                        {"sample_rate": rate, "format": "pcm_s16le"},
+                                        uneven(y.tobytes())))
+    assert code == 1000, messages
+    assert messages[-1]["type"] == "final" and messages[-1]["text"] == expected
+    assert abs(messages[-1]["duration"] - n / rate) < 1e-9
+
+
 BAD = [
     ("not json", "hello", [], "not JSON"),
     ("no rate", {"format": "pcm_s16le"}, [], "sample_rate"),
-    ("wrong rate", {"sample_rate": 44100}, [], "8000 Hz"),
+    ("rate too low", {"sample_rate": 1000}, [], "4000 to 192000 Hz"),
+    ("rate too high", {"sample_rate": 10**6}, [], "4000 to 192000 Hz"),
     ("bad format", {"sample_rate": 8000, "format": "mp3"}, [], "pcm_s16le"),
     ("unknown key", {"sample_rate": 8000, "colour": "red"}, [], "colour"),
     ("bad option", {"sample_rate": 8000, "beam_size": 0}, [], "beam_size"),

@@ -3,6 +3,9 @@
 // times, and content above the new Nyquist frequency must be gone.
 #include <gtest/gtest.h>
 
+#include <cstring>
+#include <random>
+
 #include "audio/resample.h"
 #include "unit/test_audio_util.h"
 
@@ -90,6 +93,42 @@ TEST(Resample, RefusesNonPositiveRates) {
   const std::vector<float> x(10, 0.0f);
   expect_error([&] { resample(x, 0, 16000); }, ErrorCode::kInvalidArgument, {"from_rate=0"});
   expect_error([&] { resample(x, 16000, -8000); }, ErrorCode::kInvalidArgument, {"to_rate=-8000"});
+  expect_error([&] { audio::StreamResampler(0, 16000); }, ErrorCode::kInvalidArgument,
+               {"from_rate=0"});
+}
+
+// A stream resampled piece by piece equals the whole input resampled at
+// once, bit for bit and length for length, whatever the piece sizes (the
+// server's WebSocket streams at other rates rely on it).
+TEST(Resample, StreamInPiecesEqualsTheWholeBitForBit) {
+  std::mt19937 rng(7);
+  std::uniform_real_distribution<float> value(-0.9f, 0.9f);
+  const std::vector<std::pair<int, int>> rates = {
+      {16000, 8000}, {8000, 16000}, {44100, 16000}, {48000, 8000}, {22050, 16000}};
+  const std::vector<size_t> lengths = {1, 17, 160, 4001, 48000 + 13};
+  for (const auto& [from, to] : rates) {
+    for (const size_t length : lengths) {
+      std::vector<float> x(length);
+      for (float& v : x) v = value(rng);
+      const std::vector<float> whole = resample(x, from, to);
+      for (const size_t piece : {size_t{1}, size_t{333}, size_t{4097}, length}) {
+        audio::StreamResampler stream(from, to);
+        std::vector<float> joined;
+        for (size_t at = 0; at < length; at += piece) {
+          const size_t count = std::min(piece, length - at);
+          const std::vector<float> out =
+              stream.process(std::span<const float>(x).subspan(at, count));
+          joined.insert(joined.end(), out.begin(), out.end());
+        }
+        const std::vector<float> tail = stream.finish();
+        joined.insert(joined.end(), tail.begin(), tail.end());
+        ASSERT_EQ(joined.size(), whole.size())
+            << from << "->" << to << " n=" << length << " piece=" << piece;
+        EXPECT_EQ(std::memcmp(joined.data(), whole.data(), whole.size() * sizeof(float)), 0)
+            << from << "->" << to << " n=" << length << " piece=" << piece;
+      }
+    }
+  }
 }
 
 }  // namespace
