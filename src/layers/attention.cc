@@ -233,6 +233,7 @@ Tensor MultiHeadAttention::forward_cached(const Tensor& x, KvCache& cache, int64
       const int64_t last = keys - steps + i;
       for (int64_t j = 0; j <= last; ++j) m[i * keys + j] = 1;
     }
+    mask = mask.to(x.device());
   }
   return out_->forward(context(split_heads(project_query(x), heads_), kv.keys, kv.values, mask));
 }

@@ -15,14 +15,27 @@ KvCache::KvCache(const Layout& layout) : layout_(layout) {
              "got layers=",
              layout.layers, " heads=", layout.heads, " head_dim=", layout.head_dim,
              " rows=", layout.rows, " capacity_tokens=", layout.capacity_tokens);
-  OASR_CHECK(layout.dtype == DType::kF32, kUnsupported, "KV cache: storage dtype ",
-             dtype_name(layout.dtype),
-             " is not served yet (float32 only); create the cache with dtype float32");
+  OASR_CHECK(layout.dtype == DType::kF32 || layout.dtype == DType::kF16 ||
+                 layout.dtype == DType::kBF16,
+             kUnsupported, "KV cache: storage dtype ", dtype_name(layout.dtype),
+             " is not served (float32, float16 or bfloat16: the served dtype)");
   const Shape shape = {layout.layers, layout.rows, layout.capacity_tokens, layout.heads,
                        layout.head_dim};
-  keys_ = Tensor::empty(shape, layout.dtype);
-  values_ = Tensor::empty(shape, layout.dtype);
+  keys_ = Tensor::empty(shape, layout.dtype, layout.device);
+  values_ = Tensor::empty(shape, layout.dtype, layout.device);
   layer_tokens_.assign(static_cast<size_t>(layout.layers), 0);
+}
+
+Tensor KvCache::layer_view(const Tensor& store, int64_t layer) const {
+  return store.view({-1})
+      .narrow(0, layer * layer_elements(), layer_elements())
+      .view({layout_.rows, layout_.capacity_tokens, layout_.heads, layout_.head_dim});
+}
+
+Tensor KvCache::row_view(const Tensor& store, int64_t flat_row) const {
+  return store.view({-1})
+      .narrow(0, flat_row * row_elements(), row_elements())
+      .view({layout_.capacity_tokens, layout_.heads, layout_.head_dim});
 }
 
 int64_t KvCache::bytes() const {
@@ -44,12 +57,16 @@ void KvCache::append(int64_t layer, const Tensor& keys, const Tensor& values) {
   const int64_t rows = layout_.rows;
   const int64_t width = token_elements();
   auto valid = [&](const Tensor& t) {
-    if (!t.defined() || t.dtype() != DType::kF32 || t.dim() < 3 || t.size(0) != rows) return false;
+    if (!t.defined() || t.dtype() != layout_.dtype || t.device() != layout_.device ||
+        t.dim() < 3 || t.size(0) != rows) {
+      return false;
+    }
     if (t.dim() == 3) return t.size(2) == width;
     return t.dim() == 4 && t.size(2) == layout_.heads && t.size(3) == layout_.head_dim;
   };
   OASR_CHECK(valid(keys) && valid(values) && keys.shape() == values.shape(), kInvalidArgument,
-             "KV cache append (layer ", layer, "): keys and values must be float32 [", rows,
+             "KV cache append (layer ", layer, "): keys and values must be ",
+             dtype_name(layout_.dtype), " on ", layout_.device.str(), " [", rows,
              ", n, ", layout_.heads, ", ", layout_.head_dim, "] or [", rows, ", n, ", width,
              "] with the same shape, got keys ",
              keys.defined() ? keys.str() : std::string("undefined"), " and values ",
@@ -61,6 +78,13 @@ void KvCache::append(int64_t layer, const Tensor& keys, const Tensor& values) {
              layout_.capacity_tokens,
              " tokens; create the cache with a larger capacity (or stop decoding earlier)");
   if (n == 0) return;
+  if (!host_f32()) {
+    const Shape shape = {rows, n, layout_.heads, layout_.head_dim};
+    layer_view(keys_, layer).narrow(1, start, n).copy_(keys.reshape(shape));
+    layer_view(values_, layer).narrow(1, start, n).copy_(values.reshape(shape));
+    layer_tokens_[static_cast<size_t>(layer)] = start + n;
+    return;
+  }
   const Tensor k = keys.contiguous();
   const Tensor v = values.contiguous();
   const size_t run = static_cast<size_t>(n * width) * sizeof(float);
@@ -78,6 +102,12 @@ KvCache::View KvCache::read(int64_t layer) const {
   const int64_t rows = layout_.rows;
   const int64_t heads = layout_.heads;
   const int64_t dim = layout_.head_dim;
+  if (!host_f32()) {
+    auto gather = [&](const Tensor& store) {
+      return layer_view(store, layer).narrow(1, 0, count).transpose(1, 2).contiguous();
+    };
+    return {gather(keys_), gather(values_)};
+  }
   // [row][token][head][head_dim] -> [row][head][token][head_dim], one
   // head_dim run at a time.
   auto gather = [&](const Tensor& store) {
@@ -138,6 +168,19 @@ void KvCache::reorder_rows(std::span<const int64_t> source_rows) {
   if (identity || length_ == 0) return;
   // Only the committed tokens of each row move; a row may be copied to
   // several rows, so the sources are read from a snapshot of the layer.
+  if (!host_f32()) {
+    for (Tensor* store : {&keys_, &values_}) {
+      for (int64_t l = 0; l < layout_.layers; ++l) {
+        const Tensor layer_tokens = layer_view(*store, l).narrow(1, 0, length_);
+        const Tensor snapshot = layer_tokens.clone();
+        for (int64_t r = 0; r < rows; ++r) {
+          const int64_t source = source_rows[static_cast<size_t>(r)];
+          if (source != r) layer_tokens.select(0, r).copy_(snapshot.select(0, source));
+        }
+      }
+    }
+    return;
+  }
   const size_t run = static_cast<size_t>(length_ * token_elements()) * sizeof(float);
   std::vector<float> snapshot(static_cast<size_t>(rows * length_ * token_elements()));
   for (Tensor* store : {&keys_, &values_}) {
@@ -177,6 +220,25 @@ void KvCache::retain_rows(std::span<const int64_t> rows) {
   // (layer, i) of the new layout; destinations never pass their sources
   // (l * kept + i <= l * old_rows + rows[i]), so a forward pass of memmoves
   // reads each source before anything overwrites it.
+  if (!host_f32()) {
+    // Rows are whole blocks of row_elements(): a source and a destination
+    // either coincide or do not overlap, and in this order no row is
+    // overwritten before it is read (the reasoning below).
+    for (Tensor* store : {&keys_, &values_}) {
+      for (int64_t l = 0; l < layout_.layers; ++l) {
+        for (int64_t i = 0; i < kept; ++i) {
+          const int64_t source = l * old_rows + rows[i];
+          const int64_t destination = l * kept + i;
+          if (length_ == 0 || source == destination) continue;
+          row_view(*store, destination)
+              .narrow(0, 0, length_)
+              .copy_(row_view(*store, source).narrow(0, 0, length_));
+        }
+      }
+    }
+    layout_.rows = kept;
+    return;
+  }
   const size_t run = static_cast<size_t>(length_ * token_elements()) * sizeof(float);
   for (Tensor* store : {&keys_, &values_}) {
     float* data = store->data<float>();

@@ -24,7 +24,10 @@
 //     cache.commit();                    // length() += n (every layer must have appended n)
 //
 // rollback() drops the uncommitted tokens of a failed step. The decoder never
-// touches the buffers: it appends and reads float32 through this interface.
+// touches the buffers: it appends and reads through this interface, in the
+// storage dtype on the storage device (float32 on the CPU; the served
+// float16 / bfloat16 / float32 on CUDA). The CPU float32 store moves rows
+// with memcpy; any other store with tensor copies (strided on the device).
 #pragma once
 
 #include <cstdint>
@@ -43,7 +46,8 @@ class KvCache {
     int64_t head_dim = 0;
     int64_t rows = 0;
     int64_t capacity_tokens = 0;  // tokens per row, fixed at creation
-    DType dtype = DType::kF32;    // storage dtype; float32 is served today
+    DType dtype = DType::kF32;    // storage dtype: float32, float16 or bfloat16
+    Device device = Device::cpu();
   };
 
   // Reserves the storage; refuses non-positive sizes and an unserved dtype.
@@ -57,14 +61,14 @@ class KvCache {
 
   // Writes n new tokens of `layer` after the ones it already holds (the
   // committed ones plus any appended earlier in this step). keys / values:
-  // float32 [rows, n, heads, head_dim] or [rows, n, heads * head_dim]. Refuses
-  // a write past the capacity, naming it.
+  // [rows, n, heads, head_dim] or [rows, n, heads * head_dim] in the storage
+  // dtype, on the storage device. Refuses a write past the capacity, naming it.
   void append(int64_t layer, const Tensor& keys, const Tensor& values);
 
-  // Tokens [0, tokens(layer)) of `layer` as float32 [rows, heads, tokens,
-  // head_dim] (contiguous, one batched GEMM operand per row and head). With a
-  // float32 store these are copies in the attention's order; an fp8 store
-  // would dequantize here.
+  // Tokens [0, tokens(layer)) of `layer` as [rows, heads, tokens, head_dim]
+  // in the storage dtype (contiguous, one batched GEMM operand per row and
+  // head): copies in the attention's order; an fp8 store would dequantize
+  // here.
   struct View {
     Tensor keys;
     Tensor values;
@@ -96,6 +100,14 @@ class KvCache {
   int64_t row_elements() const { return layout_.capacity_tokens * token_elements(); }
   int64_t layer_elements() const { return layout_.rows * row_elements(); }
   void check_layer(int64_t layer, const char* what) const;
+  // The CPU float32 store (memcpy paths), or any other (tensor copies).
+  bool host_f32() const { return layout_.device.is_cpu() && layout_.dtype == DType::kF32; }
+  // Layer `layer` of `store` as [rows, capacity, heads, head_dim] for the
+  // current row count (rows shrink with retain_rows; the layer stride too).
+  Tensor layer_view(const Tensor& store, int64_t layer) const;
+  // Row `row` of `layer` (all of it, [capacity, heads, head_dim]) at the
+  // flat row index layer * rows_in_layer + row.
+  Tensor row_view(const Tensor& store, int64_t flat_row) const;
 
   Layout layout_;
   Tensor keys_;    // [layers, rows, capacity, heads, head_dim]

@@ -4,9 +4,13 @@
 // checked element by element against values the test wrote.
 #include <gtest/gtest.h>
 
+#include <cstring>
+#include <random>
 #include <string>
+#include <utility>
 #include <vector>
 
+#include "core/device.h"
 #include "core/error.h"
 #include "layers/kv_cache.h"
 
@@ -190,6 +194,84 @@ TEST(WhisperKvCache, RetainRowsKeepsTheChosenRowsInOrder) {
   append_step(other, 1);
   expect_error([&] { other.retain_rows(std::vector<int64_t>{2, 1}); }, "strictly ascending");
   expect_error([&] { other.retain_rows(std::vector<int64_t>{0, 3}); }, "strictly ascending");
+}
+
+// Every other store (float16 on the host: the tensor-copy path, checked on
+// any machine; float32 / float16 / bfloat16 on a CUDA device where one is
+// visible) holds exactly what the host float32 store holds through appends,
+// a beam reorder, a retain and more appends. The values (k / 8, |k| <= 255)
+// are exact in every served dtype, so the comparison is bit for bit.
+void expect_store_matches_host_f32(DType dtype, Device device) {
+  KvCache::Layout l = small_layout();
+  l.rows = 4;
+  l.capacity_tokens = 7;
+  KvCache reference(l);
+  KvCache::Layout other_layout = l;
+  other_layout.dtype = dtype;
+  other_layout.device = device;
+  KvCache other(other_layout);
+  std::mt19937 rng(11);
+  std::uniform_int_distribution<int> k(-255, 255);
+  auto step = [&](int64_t n) {
+    for (int64_t layer = 0; layer < l.layers; ++layer) {
+      Tensor keys = Tensor::empty({reference.rows(), n, l.heads * l.head_dim}, DType::kF32);
+      Tensor values = Tensor::empty(keys.shape(), DType::kF32);
+      for (int64_t i = 0; i < keys.numel(); ++i) {
+        keys.data<float>()[i] = static_cast<float>(k(rng)) / 8.0f;
+        values.data<float>()[i] = static_cast<float>(k(rng)) / 8.0f;
+      }
+      reference.append(layer, keys, values);
+      // As a decoder gives them: [rows, n, heads, head_dim] on the device.
+      const Shape split = {reference.rows(), n, l.heads, l.head_dim};
+      other.append(layer, keys.view(split).to(dtype).to(device),
+                   values.view(split).to(dtype).to(device));
+    }
+    reference.commit();
+    other.commit();
+  };
+  auto expect_same = [&](const char* when) {
+    ASSERT_EQ(other.rows(), reference.rows()) << when;
+    ASSERT_EQ(other.length(), reference.length()) << when;
+    for (int64_t layer = 0; layer < l.layers; ++layer) {
+      const KvCache::View want = reference.read(layer);
+      const KvCache::View got = other.read(layer);
+      EXPECT_EQ(got.keys.dtype(), dtype);
+      EXPECT_EQ(got.keys.device(), device);
+      for (const auto& [w, g] : {std::pair{want.keys, got.keys}, std::pair{want.values, got.values}}) {
+        const Tensor host = g.to(Device::cpu()).to(DType::kF32).contiguous();
+        ASSERT_EQ(host.shape(), w.shape()) << when;
+        EXPECT_EQ(std::memcmp(host.data<float>(), w.data<float>(), w.nbytes()), 0)
+            << when << ", layer " << layer << ", " << dtype_name(dtype) << " on " << device.str();
+      }
+    }
+  };
+  step(2);
+  expect_same("after the prompt");
+  step(1);
+  const std::vector<int64_t> beams = {3, 0, 0, 2};
+  reference.reorder_rows(beams);
+  other.reorder_rows(beams);
+  expect_same("after a reorder");
+  step(1);
+  const std::vector<int64_t> kept = {1, 3};
+  reference.retain_rows(kept);
+  other.retain_rows(kept);
+  expect_same("after a retain");
+  step(2);
+  expect_same("after appends to the kept rows");
+  EXPECT_EQ(other.bytes(), reference.bytes() / static_cast<int64_t>(sizeof(float)) *
+                               static_cast<int64_t>(dtype_size(dtype)));
+}
+
+TEST(WhisperKvCache, AHalfPrecisionHostStoreMatchesTheFloat32One) {
+  expect_store_matches_host_f32(DType::kF16, Device::cpu());
+}
+
+TEST(WhisperKvCache, DeviceStoresMatchTheHostFloat32One) {
+  if (!cuda_available()) GTEST_SKIP() << "no CUDA GPU is visible";
+  for (const DType dtype : {DType::kF32, DType::kF16, DType::kBF16}) {
+    expect_store_matches_host_f32(dtype, Device::cuda(0));
+  }
 }
 
 TEST(WhisperKvCache, RefusesBadRequests) {

@@ -101,7 +101,7 @@ Architecture whisper_architecture() {
   Architecture architecture;
   architecture.name = kWhisperArchitectureName;
   architecture.display_name = "Whisper";
-  architecture.serves_cuda = false;  // [W2-WC] ports it
+  architecture.serves_cuda = true;
   architecture.detect = [](const std::filesystem::path& path) { return is_whisper_dir(path); };
   architecture.materialize = [](const std::filesystem::path& path,
                                 const quant::QuantizationConfig& quantization,

@@ -43,7 +43,11 @@ Tensor WhisperEncoder::forward(const Tensor& mel) const {
              config_.num_mel_bins, ", ", frames, "] (one 30 s window, padded as ",
              "WhisperFeatureExtractor pads it), got ",
              mel.defined() ? mel.str() : std::string("undefined"));
-  const Tensor x = conv2_->forward(conv1_->forward(mel.to(DType::kF32)));  // [B, d, T]
+  // The host's float32 log-mel in the served dtype, on the served device
+  // (converted on the host: half the bytes cross for a 16-bit model).
+  const Tensor& weight = conv1_->param("weight");
+  const Tensor input = mel.to(DType::kF32).to(weight.dtype()).to(weight.device());
+  const Tensor x = conv2_->forward(conv1_->forward(input));  // [B, d, T]
   // [B, d, T] -> [B, T, d], plus the position table (one row per frame).
   Tensor hidden = ops::add(x.transpose(1, 2).contiguous(), embed_positions_->param("weight"));
   for (const auto& layer : layers_) hidden = layer->forward(hidden);
@@ -77,7 +81,8 @@ Tensor WhisperDecoder::forward(const Tensor& tokens, const std::vector<Tensor>& 
              " (the learned position table); stop decoding at ", config_.max_target_positions,
              " tokens");
   const Tensor positions = embed_positions_->param("weight").narrow(0, start, steps);
-  Tensor hidden = ops::add(embed_tokens_->forward(tokens), positions.contiguous());
+  const Tensor ids = tokens.to(positions.device());
+  Tensor hidden = ops::add(embed_tokens_->forward(ids), positions.contiguous());
   for (size_t l = 0; l < layers_.size(); ++l) {
     hidden = layers_[l]->forward(hidden, cache, static_cast<int64_t>(l), cross_keys[l],
                                  cross_values[l], cross_rows);
@@ -141,6 +146,10 @@ layers::KvCache WhisperModel::make_cache(int64_t rows, int64_t capacity_tokens) 
   layout.head_dim = config_.d_model / config_.decoder_attention_heads;
   layout.rows = rows;
   layout.capacity_tokens = capacity_tokens;
+  // Stored as the decoder computes: the served dtype on the served device.
+  const Tensor& weight = decoder_->embed_tokens().param("weight");
+  layout.dtype = weight.dtype();
+  layout.device = weight.device();
   return layers::KvCache(layout);
 }
 

@@ -16,7 +16,9 @@
 // layer_norm. Decoder: embed_tokens + learned embed_positions (at the cache's
 // positions), pre-LN blocks (causal self-attention over the KV cache,
 // cross-attention over cross_kv()), layer_norm, proj_out (tied head).
-// CPU float32; GELU is the exact (erf) one, HF's "gelu".
+// Served in float32 on the CPU, or float16 / bfloat16 / float32 on CUDA
+// (the log-mel and the token ids move to the device; the KV cache is kept
+// there in the served dtype). GELU is the exact (erf) one, HF's "gelu".
 //
 // HF 4.46 builds embed_scale from scale_embedding but never applies it, so
 // neither does this model (every released Whisper has scale_embedding false).
@@ -107,7 +109,8 @@ class WhisperModel : public Module {
   // tokens int64 [R, n] (R = cache.rows()); row r attends encoder row
   // cross_rows[r]; the tokens take positions cache.length() .. + n - 1 and are
   // appended to the cache (committed on success; a failed call leaves the
-  // cache as it was). Returns float32 logits [R, n, vocab_size].
+  // cache as it was). Returns logits [R, n, vocab_size] in the served dtype
+  // on the served device.
   Tensor decode(const Tensor& tokens, const CrossKv& cross, std::span<const int64_t> cross_rows,
                 layers::KvCache& cache) const;
 

@@ -21,11 +21,14 @@ class WhisperModelStep final : public WhisperDecoderStep {
   WhisperModelStep(const models::WhisperModel& model, const models::WhisperModel::CrossKv& cross,
                    std::vector<int64_t> cross_rows, int64_t capacity_tokens);
 
-  Tensor step(const Tensor& tokens) override;  // logits of the last position, [R, V]
+  // Logits of the last position, host float32 [R, V] (copied from the
+  // device where the model is served there).
+  Tensor step(const Tensor& tokens) override;
   void reorder(std::span<const int64_t> source_rows) override;
-  // Every row of a decode step is computed on its own (the decoder's
-  // row-dot linears, per-row attention and norms), so dropping finished
-  // rows leaves the others' bits unchanged.
+  // On the CPU every row of a decode step is computed on its own (the
+  // decoder's row-dot linears, per-row attention and norms), so dropping
+  // finished rows leaves the others' bits unchanged; on CUDA the GEMMs'
+  // algorithm is fixed per weight shape (ops/gemm.h), the same rule.
   bool retain(std::span<const int64_t> rows) override;
 
   const layers::KvCache& cache() const { return cache_; }
