@@ -45,11 +45,11 @@ std::string concat(Args&&... args) {
 }  // namespace oasr
 
 // OASR_CHECK(cond, code, message parts...): throws oasr::Error when cond is false.
-#define OASR_CHECK(cond, code, ...)                                             \
-  do {                                                                          \
-    if (!(cond)) {                                                              \
+#define OASR_CHECK(cond, code, ...)                                                      \
+  do {                                                                                   \
+    if (!(cond)) {                                                                       \
       throw ::oasr::Error(::oasr::ErrorCode::code, ::oasr::detail::concat(__VA_ARGS__)); \
-    }                                                                           \
+    }                                                                                    \
   } while (0)
 
 #define OASR_THROW(code, ...) \

@@ -15,10 +15,10 @@ KvCache::KvCache(const Layout& layout) : layout_(layout) {
              "got layers=",
              layout.layers, " heads=", layout.heads, " head_dim=", layout.head_dim,
              " rows=", layout.rows, " capacity_tokens=", layout.capacity_tokens);
-  OASR_CHECK(layout.dtype == DType::kF32 || layout.dtype == DType::kF16 ||
-                 layout.dtype == DType::kBF16,
-             kUnsupported, "KV cache: storage dtype ", dtype_name(layout.dtype),
-             " is not served (float32, float16 or bfloat16: the served dtype)");
+  OASR_CHECK(
+      layout.dtype == DType::kF32 || layout.dtype == DType::kF16 || layout.dtype == DType::kBF16,
+      kUnsupported, "KV cache: storage dtype ", dtype_name(layout.dtype),
+      " is not served (float32, float16 or bfloat16: the served dtype)");
   const Shape shape = {layout.layers, layout.rows, layout.capacity_tokens, layout.heads,
                        layout.head_dim};
   keys_ = Tensor::empty(shape, layout.dtype, layout.device);
@@ -57,8 +57,8 @@ void KvCache::append(int64_t layer, const Tensor& keys, const Tensor& values) {
   const int64_t rows = layout_.rows;
   const int64_t width = token_elements();
   auto valid = [&](const Tensor& t) {
-    if (!t.defined() || t.dtype() != layout_.dtype || t.device() != layout_.device ||
-        t.dim() < 3 || t.size(0) != rows) {
+    if (!t.defined() || t.dtype() != layout_.dtype || t.device() != layout_.device || t.dim() < 3 ||
+        t.size(0) != rows) {
       return false;
     }
     if (t.dim() == 3) return t.size(2) == width;
@@ -66,8 +66,8 @@ void KvCache::append(int64_t layer, const Tensor& keys, const Tensor& values) {
   };
   OASR_CHECK(valid(keys) && valid(values) && keys.shape() == values.shape(), kInvalidArgument,
              "KV cache append (layer ", layer, "): keys and values must be ",
-             dtype_name(layout_.dtype), " on ", layout_.device.str(), " [", rows,
-             ", n, ", layout_.heads, ", ", layout_.head_dim, "] or [", rows, ", n, ", width,
+             dtype_name(layout_.dtype), " on ", layout_.device.str(), " [", rows, ", n, ",
+             layout_.heads, ", ", layout_.head_dim, "] or [", rows, ", n, ", width,
              "] with the same shape, got keys ",
              keys.defined() ? keys.str() : std::string("undefined"), " and values ",
              values.defined() ? values.str() : std::string("undefined"));

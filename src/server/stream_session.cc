@@ -204,7 +204,7 @@ class StreamSession : public std::enable_shared_from_this<StreamSession> {
   beast::flat_buffer buffer_;
   TranscriptionService::StreamStart stream_;
   std::optional<audio::StreamResampler> resampler_;  // a client rate other than the model's
-  std::string carry_;  // bytes of a sample split across messages
+  std::string carry_;                                // bytes of a sample split across messages
   size_t samples_ = 0;
   size_t max_samples_ = 0;
   std::string last_partial_;

@@ -18,8 +18,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
       oasr::fuzz::split_parts(oasr::fuzz::as_text(data, size), 2);
   oasr::models::WhisperSource files;
   files.tokenizer_json = oasr::fuzz::write_scratch_file("tokenizer.json", parts[0]);
-  oasr::fuzz::run_parser(
-      [&] { return oasr::models::read_whisper_special_tokens(files).size(); });
+  oasr::fuzz::run_parser([&] { return oasr::models::read_whisper_special_tokens(files).size(); });
   oasr::fuzz::run_parser([&] {
     const auto tokenizer =
         oasr::decode::ByteLevelBpeTokenizer::from_tokenizer_json(files.tokenizer_json);

@@ -27,8 +27,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     files.added_tokens_json = oasr::fuzz::write_scratch_file("added_tokens.json", parts[2]);
   }
   if (!parts[3].empty()) oasr::fuzz::write_scratch_file("tokenizer_config.json", parts[3]);
-  oasr::fuzz::run_parser(
-      [&] { return oasr::models::read_whisper_special_tokens(files).size(); });
+  oasr::fuzz::run_parser([&] { return oasr::models::read_whisper_special_tokens(files).size(); });
   oasr::fuzz::run_parser([&] {
     const auto tokenizer = oasr::decode::ByteLevelBpeTokenizer::from_vocab_merges(
         files.vocab_json, files.merges_txt, files.added_tokens_json);

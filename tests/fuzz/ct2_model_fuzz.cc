@@ -7,8 +7,7 @@
 #include "io/ct2_model.h"
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
-  const auto path =
-      oasr::fuzz::write_scratch_file("model.bin", oasr::fuzz::as_text(data, size));
+  const auto path = oasr::fuzz::write_scratch_file("model.bin", oasr::fuzz::as_text(data, size));
   oasr::fuzz::run_parser([&] {
     const oasr::io::Ct2Model model = oasr::io::Ct2Model::open(path);
     uint64_t checksum = model.binary_version() + model.spec_name().size();

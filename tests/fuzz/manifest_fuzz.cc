@@ -12,9 +12,8 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   for (const bool require_text : {true, false}) {
     oasr::io::ManifestOptions options;
     options.require_text = require_text;
-    oasr::fuzz::run_parser([&] {
-      return oasr::io::parse_manifest(text, "fuzz.jsonl", "/data", options).size();
-    });
+    oasr::fuzz::run_parser(
+        [&] { return oasr::io::parse_manifest(text, "fuzz.jsonl", "/data", options).size(); });
   }
   return 0;
 }

@@ -17,9 +17,9 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     size_t total = 0;
     for (const oasr::server::FormPart& part : oasr::server::parse_multipart(parts[1], boundary)) {
       // Each part's data must lie inside the body.
-      if (!part.data.empty() && (part.data.data() < parts[1].data() ||
-                                 part.data.data() + part.data.size() >
-                                     parts[1].data() + parts[1].size())) {
+      if (!part.data.empty() &&
+          (part.data.data() < parts[1].data() ||
+           part.data.data() + part.data.size() > parts[1].data() + parts[1].size())) {
         std::fprintf(stderr, "oasr fuzz: FINDING: part '%s' points outside the body\n",
                      part.name.c_str());
         std::abort();

@@ -8,8 +8,8 @@
 #include "io/safetensors.h"
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
-  const auto path = oasr::fuzz::write_scratch_file("model.safetensors",
-                                                   oasr::fuzz::as_text(data, size));
+  const auto path =
+      oasr::fuzz::write_scratch_file("model.safetensors", oasr::fuzz::as_text(data, size));
   oasr::fuzz::run_parser([&] {
     const oasr::io::SafeTensorsFile file = oasr::io::SafeTensorsFile::open(path);
     uint64_t checksum = 0;

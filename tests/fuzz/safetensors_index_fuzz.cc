@@ -24,11 +24,10 @@ std::string shard(const std::string& header, const std::string& data) {
 // second "b", which only the weight map can disambiguate) in the second.
 void write_shards() {
   static const bool written = [] {
-    oasr::fuzz::write_scratch_file(
-        "model-00001-of-00002.safetensors",
-        shard(R"({"a":{"dtype":"F32","shape":[2],"data_offsets":[0,8]},)"
-              R"("b":{"dtype":"I8","shape":[3],"data_offsets":[8,11]}})",
-              std::string("\0\0\x80?\0\0\0@\x01\x02\x03", 11)));
+    oasr::fuzz::write_scratch_file("model-00001-of-00002.safetensors",
+                                   shard(R"({"a":{"dtype":"F32","shape":[2],"data_offsets":[0,8]},)"
+                                         R"("b":{"dtype":"I8","shape":[3],"data_offsets":[8,11]}})",
+                                         std::string("\0\0\x80?\0\0\0@\x01\x02\x03", 11)));
     oasr::fuzz::write_scratch_file(
         "model-00002-of-00002.safetensors",
         shard(R"({"c":{"dtype":"F16","shape":[1,2],"data_offsets":[0,4]},)"

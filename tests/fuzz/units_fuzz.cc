@@ -25,9 +25,11 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     const oasr::decode::UnitTable table = oasr::decode::UnitTable::load(path);
     std::vector<int64_t> ids;
     for (int64_t id = 0; id < 64 && table.contains(id); ++id) ids.push_back(id);
-    for (const auto kind : {oasr::decode::TokenizerKind::kChar, oasr::decode::TokenizerKind::kBpe}) {
-      oasr::fuzz::run_parser(
-          [&] { return oasr::decode::detokenize(table, ids, {kind, " "}).size(); });
+    for (const auto kind :
+         {oasr::decode::TokenizerKind::kChar, oasr::decode::TokenizerKind::kBpe}) {
+      oasr::fuzz::run_parser([&] {
+        return oasr::decode::detokenize(table, ids, {kind, " "}).size();
+      });
     }
     return table.size();
   });

@@ -7,8 +7,7 @@
 #include "models/u2pp/wenet_dir.h"
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
-  const auto path =
-      oasr::fuzz::write_scratch_file("global_cmvn", oasr::fuzz::as_text(data, size));
+  const auto path = oasr::fuzz::write_scratch_file("global_cmvn", oasr::fuzz::as_text(data, size));
   oasr::fuzz::run_parser([&] {
     const oasr::models::Cmvn cmvn = oasr::models::load_cmvn_stats(path);
     float sum = 0.0f;

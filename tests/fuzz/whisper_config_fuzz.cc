@@ -36,9 +36,8 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   oasr::fuzz::run_parser([&] {
     const nlohmann::json config = oasr::io::read_json_file(config_path);
     oasr::models::WhisperConfig network;  // whisper-tiny's, when config.json is refused
-    oasr::fuzz::run_parser([&] {
-      network = oasr::models::WhisperConfig::from_hf_json(config, config_path.string());
-    });
+    oasr::fuzz::run_parser(
+        [&] { network = oasr::models::WhisperConfig::from_hf_json(config, config_path.string()); });
     nlohmann::json generation;
     if (has_generation) generation = oasr::io::read_json_file(generation_path);
     std::vector<std::string> notes;
