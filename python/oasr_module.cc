@@ -75,7 +75,6 @@ const char* error_class(Phase phase, ErrorCode code) {
       code == ErrorCode::kNotFound || code == ErrorCode::kCorruptFile || code == ErrorCode::kIo;
   switch (phase) {
     case Phase::kConfig:
-      return file_problem ? "CheckpointError" : "ConfigError";
     case Phase::kCheckpoint:
       return file_problem ? "CheckpointError" : "ConfigError";
     case Phase::kAudio:
@@ -439,7 +438,9 @@ std::string quantize(const std::string& source, const std::string& destination,
         in_phase(Phase::kCheckpoint, [&] { return engine::quantize_checkpoint(request); });
     nlohmann::ordered_json out;
     out["destination"] = destination;
-    out["schemes"] = outcome.spec.schemes.size();
+    nlohmann::ordered_json schemes = nlohmann::ordered_json::array();
+    for (const quant::QuantScheme& scheme : outcome.spec.schemes) schemes.push_back(scheme.name);
+    out["schemes"] = schemes;
     out["quantized_layers"] = outcome.spec.layers.size();
     out["calibration_utterances"] = outcome.calibration_utterances;
     out["report"] = outcome.report;

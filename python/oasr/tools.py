@@ -36,8 +36,8 @@ def quantize(src: PathLike, dst: PathLike, *, recipe: str,
     """Quantizes the full-precision checkpoint ``src`` into a native
     format_version 2 checkpoint ``dst`` by ``recipe`` (see ``recipes()``),
     calibrating on ``calib_manifest`` where the recipe needs it; as
-    ``oasr quantize``. Returns ``quantization_report.json``'s content with
-    the destination and counts."""
+    ``oasr quantize``. Returns ``{destination, schemes, quantized_layers,
+    calibration_utterances, report}`` (``report``: quantization_report.json)."""
     if ignore is None:
         ignore_list: List[str] = []
     elif isinstance(ignore, str):

@@ -118,10 +118,11 @@ class StreamSession : public std::enable_shared_from_this<StreamSession> {
         samples[i] = static_cast<float>(v) / 32768.0f;
       } else {
         std::memcpy(&samples[i], p, 4);
-        OASR_CHECK(std::isfinite(samples[i]) && std::fabs(samples[i]) <= audio::kMaxFloatMagnitude,
-                   kInvalidArgument, "sample ", samples_ + i, " is ", samples[i],
-                   ": pcm_f32le samples are finite and normalised to [-1, 1)");
       }
+    }
+    if (width == 4) {
+      audio::check_samples(samples,
+                           "pcm_f32le stream (from sample " + std::to_string(samples_) + ")");
     }
     carry_.erase(0, count * width);
     samples_ += count;

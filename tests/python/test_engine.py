@@ -8,13 +8,19 @@ import pytest
 import oasr
 from conftest import MODEL, cli_transcripts
 
-# The spec's own snippet ("Using it"), with ckpt_dir filled in.
-SPEC_FORMS = [
-    ("int8_w8a8", ["--quantization", "int8_w8a8"]),
-    ("fp8_w8a8", ["--quantization", "fp8_w8a8"]),
-    ({"scheme": "int8_w8a8", "ignore": "encoder.encoders.0.*"},
-     ["--quantization", "int8_w8a8", "--quantization-option", "ignore=encoder.encoders.0.*"]),
-]
+
+def spec_forms(ignore_glob):
+    """The spec's own snippet ("Using it"): int8, fp8, and the dict form with
+    an ignore glob; with the `oasr transcribe` flags that ask the same."""
+    return [
+        ("int8_w8a8", ["--quantization", "int8_w8a8"]),
+        ("fp8_w8a8", ["--quantization", "fp8_w8a8"]),
+        ({"scheme": "int8_w8a8", "ignore": ignore_glob},
+         ["--quantization", "int8_w8a8", "--quantization-option", f"ignore={ignore_glob}"]),
+    ]
+
+
+SPEC_FORMS = spec_forms("encoder.encoders.0.*")
 
 
 @pytest.mark.parametrize("quantization,flags", SPEC_FORMS, ids=["int8", "fp8", "int8-ignore"])
@@ -36,12 +42,7 @@ def test_spec_snippet_on_the_bundled_model(quantization, flags, prompts):
         assert any(s["path"].startswith("encoder.encoders.0.") for s in info["skipped"])
 
 
-WHISPER_FORMS = [
-    ("int8_w8a8", ["--quantization", "int8_w8a8"]),
-    ("fp8_w8a8", ["--quantization", "fp8_w8a8"]),
-    ({"scheme": "int8_w8a8", "ignore": "model.encoder.layers.0.*"},
-     ["--quantization", "int8_w8a8", "--quantization-option", "ignore=model.encoder.layers.0.*"]),
-]
+WHISPER_FORMS = spec_forms("model.encoder.layers.0.*")
 
 
 @pytest.mark.parametrize("quantization,flags", WHISPER_FORMS, ids=["int8", "fp8", "int8-ignore"])
