@@ -40,7 +40,7 @@ def test_pip_install_into_a_fresh_venv(tmp_path):
     python = str(venv / "bin" / "python")
     started = time.perf_counter()
     run(python, "-m", "pip", "install", "--no-index", "--find-links", wheelhouse,
-        "--disable-pip-version-check", "-C", "cmake.define.OASR_WITH_CUDA=OFF", str(clone))
+        "--disable-pip-version-check", "--config-settings=cmake.define.OASR_WITH_CUDA=OFF", str(clone))
     print(f"\npip install . (CPU build): {time.perf_counter() - started:.0f} s")
     elsewhere = tmp_path / "elsewhere"
     elsewhere.mkdir()
