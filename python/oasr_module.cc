@@ -245,15 +245,20 @@ LoadedAudio load_inputs(std::vector<AudioInput>& inputs, const engine::ASREngine
 }
 
 // What Python's Transcript is built from: text, tokens, score, token times,
-// duration in seconds.
-using TranscriptTuple = std::tuple<std::string, std::vector<int64_t>, double,
-                                   std::vector<std::pair<double, double>>, double>;
+// duration in seconds, the model's own segments (start, end, text).
+using SegmentTuple = std::tuple<double, double, std::string>;
+using TranscriptTuple =
+    std::tuple<std::string, std::vector<int64_t>, double, std::vector<std::pair<double, double>>,
+               double, std::vector<SegmentTuple>>;
 
 TranscriptTuple to_tuple(engine::Transcript&& t, double duration) {
   std::vector<std::pair<double, double>> times;
   times.reserve(t.token_times.size());
   for (const engine::TokenTime& time : t.token_times) times.emplace_back(time.start, time.end);
-  return {std::move(t.text), std::move(t.tokens), t.score, std::move(times), duration};
+  std::vector<SegmentTuple> segments;
+  for (engine::Segment& s : t.segments) segments.emplace_back(s.start, s.end, std::move(s.text));
+  return {std::move(t.text), std::move(t.tokens), t.score, std::move(times),
+          duration,          std::move(segments)};
 }
 
 class Engine;

@@ -36,6 +36,7 @@ DECODE_KEYS = (
     "chunk_size",
     "left_chunks",
     "length_penalty",
+    "timestamps",
 )
 
 
@@ -61,6 +62,7 @@ class EngineConfig:
     chunk_size: Optional[int] = None
     left_chunks: Optional[int] = None
     length_penalty: Optional[float] = None
+    timestamps: Optional[bool] = None
     quantization: Union[None, str, Mapping[str, Any]] = None
     quantization_option: Sequence[str] = field(default_factory=tuple)
 
@@ -103,18 +105,25 @@ class Segment:
 class Transcript:
     """One utterance's result. ``token_times`` holds (start, end) seconds per
     token where the architecture aligns tokens (U2++: the CTC alignment of
-    the chosen hypothesis), else it is empty."""
+    the chosen hypothesis), else it is empty. ``timed_segments`` holds the
+    model's own (start, end, text) segments where it delimits them (Whisper
+    decoded with ``timestamps=True``), else it is empty."""
 
     text: str
     tokens: List[int]
     score: float
     token_times: List[Tuple[float, float]]
     duration: float
+    timed_segments: List[Tuple[float, float, str]] = field(default_factory=list)
 
     @property
     def segments(self) -> List[Segment]:
-        """One segment spanning the aligned tokens (the whole audio where the
-        model gives no times), as oasr-server's verbose_json / srt / vtt."""
+        """The model's segments where it delimits them, else one spanning the
+        aligned tokens (the whole audio where the model gives no times), as
+        oasr-server's verbose_json / srt / vtt."""
+        if self.timed_segments:
+            return [Segment(i, min(s, self.duration), min(e, self.duration), text)
+                    for i, (s, e, text) in enumerate(self.timed_segments)]
         times = self.token_times
         start = min(times[0][0], self.duration) if times else 0.0
         end = min(times[-1][1], self.duration) if times else self.duration
@@ -131,9 +140,11 @@ class Transcript:
         }
 
 
-def _transcript(values: Tuple[str, List[int], float, List[Tuple[float, float]], float]) -> Transcript:
-    text, tokens, score, times, duration = values
-    return Transcript(text, list(tokens), score, [tuple(t) for t in times], duration)
+def _transcript(values: Tuple[str, List[int], float, List[Tuple[float, float]], float,
+                               List[Tuple[float, float, str]]]) -> Transcript:
+    text, tokens, score, times, duration, segments = values
+    return Transcript(text, list(tokens), score, [tuple(t) for t in times], duration,
+                      [tuple(s) for s in segments])
 
 
 def _decode_json(options: Mapping[str, Any]) -> str:

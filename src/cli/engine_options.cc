@@ -35,7 +35,7 @@ void add_engine_flags(CLI::App& app, EngineFlags& flags) {
       "Whisper model in Hugging Face layout (config.json, model.safetensors)")
       ->required();
   add("--device", "device", "TEXT",
-      "cpu | cuda | cuda:N (CUDA: U2++; needs a CUDA build and a GPU; default cpu)");
+      "cpu | cuda | cuda:N (needs a CUDA build and a GPU; default cpu)");
   add("--dtype", "dtype", "TEXT",
       "served dtype: float32 | float16 | bfloat16 (default: float32 on cpu, float16 on cuda; "
       "the CPU serves float32 only)");
@@ -59,6 +59,13 @@ void add_engine_flags(CLI::App& app, EngineFlags& flags) {
   add("--length-penalty", "length_penalty", "FLOAT",
       "Whisper beam_search: a finished hypothesis scores sum_logprobs / length ^ "
       "length_penalty (default 1.0)");
+  {
+    EngineFlags::Flag& flag = flags.flags.emplace_back();
+    flag.key = "timestamps";
+    flag.option = app.add_flag("--timestamps{true}", flag.value,
+                               "Whisper: decode timestamp tokens and give segments with start / "
+                               "end times (U2++ gives token times always)");
+  }
   add_quantization_flags(app, flags.quantization);
 }
 

@@ -62,6 +62,13 @@ void run_transcribe(const TranscribeOptions& options) {
       line["text"] = result.transcript->text;
       line["tokens"] = result.transcript->tokens;
       line["score"] = result.transcript->score;
+      if (!result.transcript->segments.empty()) {
+        nlohmann::ordered_json segments = nlohmann::ordered_json::array();
+        for (const engine::Segment& s : result.transcript->segments) {
+          segments.push_back({{"start", s.start}, {"end", s.end}, {"text", s.text}});
+        }
+        line["segments"] = std::move(segments);
+      }
       std::cout << line.dump() << "\n";
     } else {
       std::cout << options.audio[i] << "\t" << result.transcript->text << "\n";

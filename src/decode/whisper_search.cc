@@ -9,6 +9,7 @@
 #include "core/error.h"
 #include "decode/ctc_search.h"
 #include "ops/log_softmax.h"
+#include "ops/top_candidates.h"
 
 namespace oasr::decode {
 
@@ -41,6 +42,16 @@ void WhisperSearchOptions::validate() const {
   }
   OASR_CHECK(std::isfinite(length_penalty), kInvalidArgument,
              "whisper search: length_penalty must be finite, got ", length_penalty);
+  if (timestamps) {
+    OASR_CHECK(
+        timestamps->timestamp_begin > eos_token_id && timestamps->no_timestamps_token_id >= 0,
+        kInvalidArgument, "whisper search: timestamp tokens need <|notimestamps|> (",
+        timestamps->no_timestamps_token_id, ") set and <|0.00|> (", timestamps->timestamp_begin,
+        ") above eos (", eos_token_id, ")");
+    OASR_CHECK(timestamps->max_initial_timestamp_index.value_or(0) >= 0, kInvalidArgument,
+               "whisper search: max_initial_timestamp_index must be >= 0, got ",
+               *timestamps->max_initial_timestamp_index);
+  }
 }
 
 std::string WhisperSearchOptions::dump() const {
@@ -52,6 +63,13 @@ std::string WhisperSearchOptions::dump() const {
       << " begin_suppress_tokens=" << begin_suppress_tokens.size() << " max_length=" << max_length
       << " num_beams=" << num_beams << " length_penalty=" << length_penalty
       << " early_stopping=" << beam_early_stopping_name(early_stopping);
+  if (timestamps) {
+    out << " timestamps(begin=" << timestamps->timestamp_begin << " max_initial="
+        << (timestamps->max_initial_timestamp_index
+                ? std::to_string(*timestamps->max_initial_timestamp_index)
+                : std::string("none"))
+        << ")";
+  }
   return out.str();
 }
 
@@ -69,16 +87,54 @@ namespace {
 
 constexpr float kMinusInf = -std::numeric_limits<float>::infinity();
 
-// Runs one decoder step and checks what it returns: float32 [rows, V].
+// Runs one decoder step and checks what it returns: [rows, V] logits.
 Tensor run_step(WhisperDecoderStep& step, const Tensor& tokens) {
   Tensor logits = step.step(tokens);
   OASR_CHECK(logits.defined() && logits.dim() == 2 && logits.size(0) == tokens.size(0) &&
-                 logits.dtype() == DType::kF32 && logits.size(1) > 0,
+                 logits.size(1) > 0,
              kInternal, "whisper search: the decoder step returned ",
              logits.defined() ? shape_str(logits.shape()) : std::string("nothing"), " for ",
-             tokens.size(0), " rows; expected float32 [rows, vocab]");
+             tokens.size(0), " rows; expected [rows, vocab]");
   return logits.contiguous();
 }
+
+// Where the step's logits are on a device, the search reduces them there
+// (ops/top_candidates.h) and only k candidates per row cross to the host.
+// The timestamp rules read every row's whole distribution with the row's
+// own history, so with timestamps the rows cross whole, as on the CPU.
+bool reduce_on_device(const Tensor& logits, const WhisperSearchOptions& options) {
+  return logits.device().is_cuda() && !options.timestamps;
+}
+
+Tensor host_f32(const Tensor& logits) {
+  return logits.to(Device::cpu()).to(DType::kF32).contiguous();
+}
+
+// The suppress processors as uint8 masks on the logits' device: every step's
+// and the first generated position's (begin_suppress_tokens added).
+class SuppressMasks {
+ public:
+  const Tensor& get(const Tensor& logits, const WhisperSearchOptions& options, bool first) {
+    if (!always_.defined()) {
+      const int64_t vocab = logits.size(1);
+      std::vector<uint8_t> always(static_cast<size_t>(vocab), 0);
+      const auto mark = [&](std::vector<uint8_t>& mask, const std::vector<int64_t>& ids) {
+        for (const int64_t id : ids) {
+          if (id >= 0 && id < vocab) mask[static_cast<size_t>(id)] = 1;
+        }
+      };
+      mark(always, options.suppress_tokens);
+      std::vector<uint8_t> at_first = always;
+      mark(at_first, options.begin_suppress_tokens);
+      always_ = Tensor::from_vector(always, {vocab}).to(logits.device());
+      first_ = Tensor::from_vector(at_first, {vocab}).to(logits.device());
+    }
+    return first ? first_ : always_;
+  }
+
+ private:
+  Tensor always_, first_;
+};
 
 Tensor token_rows(const std::vector<std::vector<int64_t>>& rows) {
   const auto n = static_cast<int64_t>(rows.front().size());
@@ -102,6 +158,23 @@ void suppress(std::span<float> row, const WhisperSearchOptions& options, bool fi
   apply(options.suppress_tokens);
   if (first_position) apply(options.begin_suppress_tokens);
 }
+
+// The scores a row gets from every processor of the step, in HF's order:
+// begin_suppress_tokens, suppress_tokens, then the timestamp rules.
+void process(std::span<float> row, std::span<const int64_t> generated,
+             const WhisperSearchOptions& options) {
+  suppress(row, options, generated.empty());
+  if (options.timestamps) {
+    apply_timestamp_rules(row, generated, *options.timestamps, options.eos_token_id);
+  }
+}
+
+// A beam search candidate: its running score, the row it extends, the token.
+struct Candidate {
+  float score;
+  int64_t row;
+  int64_t token;
+};
 
 // ---- BeamHypotheses (transformers/generation/beam_search.py) ---------------
 
@@ -181,6 +254,103 @@ class BeamHypotheses {
 
 }  // namespace
 
+void apply_timestamp_rules(std::span<float> row, std::span<const int64_t> generated,
+                           const WhisperTimestampRules& rules, int64_t eos_token_id) {
+  const auto vocab = static_cast<int64_t>(row.size());
+  const int64_t begin = std::clamp<int64_t>(rules.timestamp_begin, 0, vocab);
+  // row[from, to) = -inf, both clamped to the row (Python slices clamp).
+  const auto mask = [&](int64_t from, int64_t to) {
+    from = std::clamp<int64_t>(from, 0, vocab);
+    to = std::clamp<int64_t>(to, 0, vocab);
+    for (int64_t v = from; v < to; ++v) row[v] = kMinusInf;
+  };
+  if (rules.no_timestamps_token_id >= 0 && rules.no_timestamps_token_id < vocab) {
+    row[rules.no_timestamps_token_id] = kMinusInf;
+  }
+  const size_t n = generated.size();
+  const bool last_was_timestamp = n >= 1 && generated[n - 1] >= rules.timestamp_begin;
+  const bool penultimate_was_timestamp = n < 2 || generated[n - 2] >= rules.timestamp_begin;
+  if (last_was_timestamp) {
+    if (penultimate_was_timestamp) {
+      mask(begin, vocab);  // has to be text
+    } else {
+      mask(0, eos_token_id);  // has to be a timestamp or eos
+    }
+  }
+  for (size_t i = n; i-- > 0;) {
+    if (generated[i] < rules.timestamp_begin) continue;
+    // Timestamps do not decrease; a closed pair's end may not repeat.
+    const int64_t last =
+        last_was_timestamp && !penultimate_was_timestamp ? generated[i] : generated[i] + 1;
+    mask(begin, last);
+    break;
+  }
+  if (n == 0) {
+    mask(0, begin);
+    if (rules.max_initial_timestamp_index) {
+      mask(rules.timestamp_begin + *rules.max_initial_timestamp_index + 1, vocab);
+    }
+  }
+  // log_softmax over the processed row; the timestamps' logsumexp against
+  // the best text token's log-probability.
+  float max_all = kMinusInf;
+  for (const float v : row) max_all = std::max(max_all, v);
+  if (max_all == kMinusInf) return;
+  double total = 0.0;
+  for (const float v : row) total += std::exp(static_cast<double>(v) - max_all);
+  const double log_total = max_all + std::log(total);
+  float max_timestamp = kMinusInf;
+  float max_text = kMinusInf;
+  for (int64_t v = 0; v < vocab; ++v) {
+    float& m = v < begin ? max_text : max_timestamp;
+    m = std::max(m, row[v]);
+  }
+  double timestamp_logprob = -std::numeric_limits<double>::infinity();
+  if (max_timestamp != kMinusInf) {
+    double sum = 0.0;
+    for (int64_t v = begin; v < vocab; ++v)
+      sum += std::exp(static_cast<double>(row[v]) - max_timestamp);
+    timestamp_logprob = max_timestamp + std::log(sum) - log_total;
+  }
+  const double max_text_logprob = static_cast<double>(max_text) - log_total;
+  if (timestamp_logprob > max_text_logprob) mask(0, begin);
+}
+
+std::vector<TimestampSegment> timestamp_segments(std::span<const int64_t> tokens,
+                                                 int64_t timestamp_begin) {
+  const size_t n = tokens.size();
+  const auto is_timestamp = [&](size_t i) { return tokens[i] >= timestamp_begin; };
+  std::vector<size_t> cuts;  // the second token of every consecutive timestamp pair
+  size_t count = 0;
+  std::optional<size_t> first_timestamp, last_timestamp;
+  for (size_t i = 0; i < n; ++i) {
+    if (!is_timestamp(i)) continue;
+    ++count;
+    if (!first_timestamp) first_timestamp = i;
+    last_timestamp = i;
+    if (i + 1 < n && is_timestamp(i + 1)) cuts.push_back(i + 1);
+  }
+  if (cuts.empty() && count <= 1) return {};
+  if (std::find(cuts.begin(), cuts.end(), *last_timestamp + 1) == cuts.end()) {
+    cuts.push_back(*last_timestamp + 1);
+  }
+  std::vector<TimestampSegment> segments;
+  size_t last_slice = *first_timestamp;
+  int64_t current_max = 0;
+  int64_t previous_segments = 0;
+  for (const size_t cut : cuts) {
+    if (cut - last_slice > 1) {
+      const int64_t start = tokens[last_slice] - timestamp_begin;
+      const int64_t end = tokens[cut - 1] - timestamp_begin;
+      if (start < current_max) previous_segments += current_max;  // a new window's times
+      current_max = end;
+      segments.push_back({last_slice, cut, start + previous_segments, end + previous_segments});
+    }
+    last_slice = cut;
+  }
+  return segments;
+}
+
 std::vector<WhisperHypothesis> whisper_search(WhisperDecoderStep& step, int64_t batch,
                                               const WhisperSearchOptions& options) {
   return options.num_beams == 1 ? whisper_greedy_search(step, batch, options)
@@ -202,24 +372,41 @@ std::vector<WhisperHypothesis> whisper_greedy_search(WhisperDecoderStep& step, i
   for (int64_t b = 0; b < batch; ++b) active[static_cast<size_t>(b)] = b;
   Tensor tokens = token_rows(std::vector<std::vector<int64_t>>(batch, options.prompt));
   std::vector<float> processed;
+  SuppressMasks masks;
   for (int64_t cur_len = prompt_len;;) {
     throw_if_cancelled();  // one decode step per check (core/cancellation.h)
-    const Tensor logits = run_step(step, tokens);
-    const int64_t vocab = logits.size(1);
-    const Tensor log_probs = ops::log_softmax(logits).contiguous();
+    Tensor logits = run_step(step, tokens);
     const auto rows = static_cast<int64_t>(active.size());
     std::vector<int64_t> next(static_cast<size_t>(rows));
+    std::vector<float> chosen_log_prob(static_cast<size_t>(rows));
+    if (reduce_on_device(logits, options)) {
+      const ops::TopCandidates best =
+          ops::top_candidates(logits, masks.get(logits, options, cur_len == prompt_len), Tensor(),
+                              1, ops::CandidateRank::kByLogit);
+      for (int64_t i = 0; i < rows; ++i) {
+        next[i] = best.tokens.data<int64_t>()[i];
+        chosen_log_prob[i] = best.log_probs.data<float>()[i];
+      }
+    } else {
+      logits = host_f32(logits);
+      const int64_t vocab = logits.size(1);
+      const Tensor log_probs = ops::log_softmax(logits).contiguous();
+      for (int64_t i = 0; i < rows; ++i) {
+        if (!unfinished[active[static_cast<size_t>(i)]]) continue;
+        const float* row = logits.data<float>() + i * vocab;
+        processed.assign(row, row + vocab);
+        process(processed, out[active[static_cast<size_t>(i)]].tokens, options);
+        next[i] = torch_argmax(processed);
+        chosen_log_prob[i] = log_probs.data<float>()[i * vocab + next[i]];
+      }
+    }
     for (int64_t i = 0; i < rows; ++i) {
       const int64_t b = active[static_cast<size_t>(i)];
       if (!unfinished[b]) {
         next[i] = options.pad_token_id;  // HF feeds finished rows the pad token
         continue;
       }
-      const float* row = logits.data<float>() + i * vocab;
-      processed.assign(row, row + vocab);
-      suppress(processed, options, cur_len == prompt_len);
-      next[i] = torch_argmax(processed);
-      out[b].score += log_probs.data<float>()[i * vocab + next[i]];
+      out[b].score += chosen_log_prob[i];
     }
     ++cur_len;
     std::vector<int64_t> still_running;  // row indices of the step
@@ -278,18 +465,60 @@ std::vector<WhisperHypothesis> whisper_beam_search(WhisperDecoderStep& step, int
   std::vector<float> next_scores(static_cast<size_t>(rows));
   std::vector<int64_t> next_tokens(static_cast<size_t>(rows));
   std::vector<int64_t> source_rows(static_cast<size_t>(rows));
+  SuppressMasks masks;
   for (int64_t cur_len = prompt_len;;) {
     throw_if_cancelled();  // one decode step per check (core/cancellation.h)
-    const Tensor logits = run_step(step, tokens);
-    const int64_t vocab = logits.size(1);
-    // log_softmax first, then the processors, then the running score: the
-    // order of _beam_search (the suppressed tokens' mass stays in the sum).
-    Tensor scores = ops::log_softmax(logits).contiguous();
-    float* data = scores.data<float>();
-    for (int64_t r = 0; r < rows; ++r) {
-      std::span<float> row(data + r * vocab, static_cast<size_t>(vocab));
-      suppress(row, options, cur_len == prompt_len);
-      for (float& v : row) v += beam_scores[r];
+    Tensor logits = run_step(step, tokens);
+    // Per utterance, its 2 * num_beams best (score, row, token) candidates
+    // in rank order.
+    std::vector<std::vector<Candidate>> candidates(static_cast<size_t>(batch));
+    if (reduce_on_device(logits, options)) {
+      // Each row's 2K best suffice: a row adds one score to all its tokens.
+      const int64_t k = 2 * beams;
+      const Tensor offsets = Tensor::from_vector(beam_scores, {rows}).to(logits.device());
+      const ops::TopCandidates best =
+          ops::top_candidates(logits, masks.get(logits, options, cur_len == prompt_len), offsets, k,
+                              ops::CandidateRank::kByLogProb);
+      const int64_t vocab = logits.size(1);
+      for (int64_t b = 0; b < batch; ++b) {
+        if (done[b]) continue;
+        std::vector<Candidate>& list = candidates[static_cast<size_t>(b)];
+        for (int64_t r = b * beams; r < (b + 1) * beams; ++r) {
+          for (int64_t i = 0; i < k; ++i) {
+            list.push_back(
+                {best.values.data<float>()[r * k + i], r, best.tokens.data<int64_t>()[r * k + i]});
+          }
+        }
+        // Rank as one flat [beams * vocab] row: score, then flat index.
+        std::sort(list.begin(), list.end(), [&](const Candidate& a, const Candidate& c) {
+          return a.score > c.score ||
+                 (a.score == c.score && a.row * vocab + a.token < c.row * vocab + c.token);
+        });
+        list.resize(static_cast<size_t>(k));
+      }
+    } else {
+      logits = host_f32(logits);
+      const int64_t vocab = logits.size(1);
+      // log_softmax first, then the processors, then the running score: the
+      // order of _beam_search (the suppressed tokens' mass stays in the sum).
+      Tensor scores = ops::log_softmax(logits).contiguous();
+      float* data = scores.data<float>();
+      for (int64_t r = 0; r < rows; ++r) {
+        std::span<float> row(data + r * vocab, static_cast<size_t>(vocab));
+        const std::span<const int64_t> generated(sequences[r].data() + prompt_len,
+                                                 sequences[r].size() - prompt_len);
+        process(row, generated, options);
+        for (float& v : row) v += beam_scores[r];
+      }
+      for (int64_t b = 0; b < batch; ++b) {
+        if (done[b]) continue;
+        const std::span<const float> flat(data + b * beams * vocab,
+                                          static_cast<size_t>(beams * vocab));
+        for (const int64_t at : torch_cpu_topk(flat, 2 * beams)) {
+          candidates[static_cast<size_t>(b)].push_back(
+              {flat[at], b * beams + at / vocab, at % vocab});
+        }
+      }
     }
     const int64_t generated_len = cur_len + 1 - prompt_len;  // eos included
     for (int64_t b = 0; b < batch; ++b) {
@@ -303,14 +532,12 @@ std::vector<WhisperHypothesis> whisper_beam_search(WhisperDecoderStep& step, int
         }
         continue;
       }
-      const std::span<const float> flat(data + b * beams * vocab,
-                                        static_cast<size_t>(beams * vocab));
-      const std::vector<int64_t> ranked = torch_cpu_topk(flat, 2 * beams);
+      const std::vector<Candidate>& ranked = candidates[static_cast<size_t>(b)];
       int64_t filled = 0;
       for (size_t rank = 0; rank < ranked.size() && filled < beams; ++rank) {
-        const int64_t source = b * beams + ranked[rank] / vocab;
-        const int64_t token = ranked[rank] % vocab;
-        const float score = flat[ranked[rank]];
+        const int64_t source = ranked[rank].row;
+        const int64_t token = ranked[rank].token;
+        const float score = ranked[rank].score;
         if (token == options.eos_token_id) {
           // An eos outside the top num_beams candidates is not kept.
           if (static_cast<int64_t>(rank) >= beams) continue;
@@ -324,7 +551,7 @@ std::vector<WhisperHypothesis> whisper_beam_search(WhisperDecoderStep& step, int
       }
       OASR_CHECK(filled == beams, kInternal, "whisper beam search: only ", filled,
                  " non-eos candidates among the top ", 2 * beams);
-      done[b] = hyps[b].is_done(flat[ranked.front()], cur_len + 1, prompt_len);
+      done[b] = hyps[b].is_done(ranked.front().score, cur_len + 1, prompt_len);
     }
 
     std::vector<std::vector<int64_t>> reordered(static_cast<size_t>(rows));

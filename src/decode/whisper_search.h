@@ -31,6 +31,7 @@
 #pragma once
 
 #include <cstdint>
+#include <optional>
 #include <span>
 #include <string>
 #include <vector>
@@ -48,7 +49,12 @@ class WhisperDecoderStep {
   virtual ~WhisperDecoderStep() = default;
   // tokens int64 [R, n]: n new tokens for every row (the prompt on the first
   // call, one token afterwards), appended after what each row has seen so
-  // far. Returns float32 logits [R, V] for the token after the last one.
+  // far. Returns logits [R, V] for the token after the last one: float32 on
+  // the host, or on a CUDA device in any float dtype, where the search then
+  // ranks the candidates (ops/top_candidates.h) and copies only those: the
+  // same rules, with log_softmax summed in float32 on the device and exact
+  // ties broken by token (beam search: by flat index) instead of torch's CPU
+  // topk order.
   virtual Tensor step(const Tensor& tokens) = 0;
   // Row r continues the sequence of row source_rows[r] (R entries).
   virtual void reorder(std::span<const int64_t> source_rows) = 0;
@@ -62,6 +68,28 @@ class WhisperDecoderStep {
     (void)rows;
     return false;
   }
+};
+
+// Whisper's timestamp tokens, as transformers 4.46.3's
+// WhisperTimeStampLogitsProcessor applies them after the suppress
+// processors at every step (generate(return_timestamps=True); the prompt then
+// has no <|notimestamps|>). With `generated` the row's tokens after the
+// prompt:
+//  - <|notimestamps|> always gets -inf;
+//  - timestamps come in pairs: after a timestamp that follows a timestamp
+//    (or is the first generated token) every timestamp gets -inf; after a
+//    lone one every text token (ids below eos) gets -inf;
+//  - timestamps do not decrease: those below the last one get -inf, and the
+//    last one itself too unless it is the lone one just generated;
+//  - at the first generated position every non-timestamp gets -inf, and
+//    timestamps past max_initial_timestamp_index;
+//  - when the timestamps' total probability (logsumexp of log_softmax over
+//    them) exceeds the most probable text token's, every text token gets
+//    -inf.
+struct WhisperTimestampRules {
+  int64_t no_timestamps_token_id = -1;
+  int64_t timestamp_begin = -1;  // <|0.00|>; every id from here is a timestamp
+  std::optional<int64_t> max_initial_timestamp_index;
 };
 
 // GenerationConfig.early_stopping of BeamSearchScorer: false (the default,
@@ -79,6 +107,8 @@ struct WhisperSearchOptions {
   int64_t num_beams = 1;     // 1: greedy search
   double length_penalty = 1.0;
   BeamEarlyStopping early_stopping = BeamEarlyStopping::kHeuristic;
+  // Set: timestamp tokens are generated under these rules (see above).
+  std::optional<WhisperTimestampRules> timestamps;
 
   // kInvalidArgument naming the field: empty prompt, max_length not above the
   // prompt length, num_beams < 1, negative token ids.
@@ -87,8 +117,10 @@ struct WhisperSearchOptions {
 };
 
 struct WhisperHypothesis {
-  std::vector<int64_t> tokens;  // generated after the prompt, eos excluded
-  bool reached_eos = false;     // false: stopped at max_length
+  // Generated after the prompt, eos excluded; timestamp tokens included
+  // where the options ask for them.
+  std::vector<int64_t> tokens;
+  bool reached_eos = false;  // false: stopped at max_length
   // Beam search: HF's sequences_scores (sum_logprobs / generated_len ^
   // length_penalty). Greedy: the sum of the chosen tokens' log-probabilities
   // (log_softmax of the unprocessed logits), eos included.
@@ -104,6 +136,23 @@ std::vector<WhisperHypothesis> whisper_greedy_search(WhisperDecoderStep& step, i
                                                      const WhisperSearchOptions& options);
 std::vector<WhisperHypothesis> whisper_beam_search(WhisperDecoderStep& step, int64_t batch,
                                                    const WhisperSearchOptions& options);
+
+// The timestamp rules above, in place on one row of scores (logits for
+// greedy search, log-probabilities for beam search, as HF hands them on).
+void apply_timestamp_rules(std::span<float> row, std::span<const int64_t> generated,
+                           const WhisperTimestampRules& rules, int64_t eos_token_id);
+
+// HF's WhisperTokenizer._compute_offsets over a hypothesis' tokens: the
+// segments between consecutive timestamp pairs (a trailing lone timestamp
+// closes the last one), as [first, last) token ranges with their start and
+// end timestamp indices (seconds = index x 0.02). Text after the last
+// timestamp belongs to no segment.
+struct TimestampSegment {
+  size_t first = 0, last = 0;  // tokens[first, last): the opening timestamp to the closing one
+  int64_t start_index = 0, end_index = 0;
+};
+std::vector<TimestampSegment> timestamp_segments(std::span<const int64_t> tokens,
+                                                 int64_t timestamp_begin);
 
 // The index of the largest value, the lowest one among equals; a NaN ranks
 // above every number (torch.argmax on the CPU).

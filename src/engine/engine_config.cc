@@ -10,7 +10,7 @@ namespace oasr::engine {
 
 bool DecodeOverrides::empty() const {
   return !method && !beam_size && !ctc_weight && !reverse_weight && !chunk_size && !left_chunks &&
-         !length_penalty;
+         !length_penalty && !timestamps;
 }
 
 DecodeOverrides DecodeOverrides::overlaid(const DecodeOverrides& over) const {
@@ -22,6 +22,7 @@ DecodeOverrides DecodeOverrides::overlaid(const DecodeOverrides& over) const {
   if (over.chunk_size) out.chunk_size = over.chunk_size;
   if (over.left_chunks) out.left_chunks = over.left_chunks;
   if (over.length_penalty) out.length_penalty = over.length_penalty;
+  if (over.timestamps) out.timestamps = over.timestamps;
   return out;
 }
 
@@ -46,7 +47,8 @@ std::string DecodeOptions::dump() const {
   std::ostringstream out;
   out << "method=" << method << " beam_size=" << beam_size << " ctc_weight=" << ctc_weight
       << " reverse_weight=" << reverse_weight << " chunk_size=" << chunk_size
-      << " left_chunks=" << left_chunks << " length_penalty=" << length_penalty;
+      << " left_chunks=" << left_chunks << " length_penalty=" << length_penalty
+      << " timestamps=" << (timestamps ? "true" : "false");
   return out.str();
 }
 

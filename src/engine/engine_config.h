@@ -30,6 +30,7 @@ struct DecodeOverrides {
   std::optional<int64_t> chunk_size;     // decoding_chunk_size; -1 = offline
   std::optional<int64_t> left_chunks;    // num_decoding_left_chunks; -1 = all
   std::optional<double> length_penalty;  // beam search over an autoregressive decoder
+  std::optional<bool> timestamps;        // Whisper: timestamp tokens and segments
 
   bool empty() const;
   // Each field `over` sets replaces this one's.
@@ -50,6 +51,9 @@ struct DecodeOptions {
   // Beam search over an autoregressive decoder: finished hypotheses score
   // sum_logprobs / generated_len ^ length_penalty (HF's BeamSearchScorer).
   double length_penalty = 1.0;
+  // Whisper: decode with timestamp tokens (segments with start / end times)
+  // instead of <|notimestamps|>.
+  bool timestamps = false;
 
   // kInvalidArgument naming the field and the accepted range.
   void validate() const;

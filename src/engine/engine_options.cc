@@ -51,6 +51,14 @@ double parse_number(const Key& key, const std::string& value) {
   return out;
 }
 
+constexpr const char* kBoolTakes = "true or false";
+
+bool parse_bool(const Key& key, const std::string& value) {
+  if (value == "true" || value == "1") return true;
+  if (value == "false" || value == "0") return false;
+  OASR_THROW(kInvalidArgument, label(key), " takes ", key.takes, ", got '", value, "'");
+}
+
 const Key kKeys[] = {
     {"ckpt_dir", "--ckpt-dir", "a checkpoint directory", false, false,
      [](Target& t, const Key&, const std::string& v) { t.config.ckpt_dir = v; }},
@@ -95,6 +103,10 @@ const Key kKeys[] = {
      [](Target& t, const Key& k, const std::string& v) {
        t.config.decode.length_penalty = parse_number(k, v);
      }},
+    {"timestamps", "--timestamps", kBoolTakes, true, false,
+     [](Target& t, const Key& k, const std::string& v) {
+       t.config.decode.timestamps = parse_bool(k, v);
+     }},
     {"quantization", "--quantization", "a scheme (int8_w8a8, fp8_w8a8, ...)", false, false,
      [](Target& t, const Key&, const std::string& v) { t.scheme = v; }},
     {"quantization_option", "--quantization-option",
@@ -127,7 +139,7 @@ class Parser {
     OASR_CHECK(!decode_only_ || key.decode, kInvalidArgument, "option '", name,
                "' is fixed when the engine is built; a request takes only the decode options "
                "(decode_method, beam_size, ctc_weight, reverse_weight, chunk_size, left_chunks, "
-               "length_penalty)");
+               "length_penalty, timestamps)");
     OASR_CHECK(key.repeatable || seen_.insert(key.name).second, kInvalidArgument, "option ",
                label(key), " is given more than once; give it once");
     return key;
@@ -149,6 +161,11 @@ std::string scalar_text(const std::string& name, const nlohmann::json& value) {
   if (value.is_string()) return value.get<std::string>();
   if (value.is_number_integer() || value.is_number_unsigned()) return value.dump();
   if (value.is_number_float()) return value.dump();
+  // A JSON boolean for the keys that take one (timestamps); for the others
+  // it is refused below, naming what they take.
+  if (value.is_boolean() && std::string(find_key(name).takes) == kBoolTakes) {
+    return value.get<bool>() ? "true" : "false";
+  }
   OASR_THROW(kInvalidArgument, "option '", name, "' takes ", find_key(name).takes, ", got ",
              value.dump());
 }

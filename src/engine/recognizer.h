@@ -36,6 +36,15 @@ struct TokenTime {
 // package without a copy) is read in place.
 using Waveform = std::span<const float>;
 
+// A stretch of an utterance with its times, in seconds from the start of
+// the audio (Whisper's timestamp segments).
+struct Segment {
+  double start = 0.0;
+  double end = 0.0;
+  std::string text;
+  std::vector<int64_t> tokens;  // the model's tokens of the segment, timestamps included
+};
+
 struct Transcript {
   std::string text;
   std::vector<int64_t> tokens;
@@ -43,6 +52,9 @@ struct Transcript {
   // One per token where the architecture aligns them (U2++: the CTC forced
   // alignment of the chosen hypothesis, decode/ctc_alignment.h); else empty.
   std::vector<TokenTime> token_times;
+  // Where the architecture delimits segments itself (Whisper decoded with
+  // timestamps); else empty.
+  std::vector<Segment> segments;
 };
 
 // Audio in pieces -> partial results, then the final one.

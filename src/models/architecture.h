@@ -96,6 +96,10 @@ struct Architecture {
   // False while the architecture's CUDA path is not written: ASREngine
   // refuses --device cuda for it by name, before any device check.
   bool serves_cuda = true;
+  // Whether its recognizer takes the decode option timestamps=true (the
+  // model delimits segments with times itself: Whisper's timestamp tokens).
+  // oasr-server asks for them where a response format carries segments.
+  bool decodes_timestamps = false;
   // Whether `path` holds a checkpoint of this architecture in any layout
   // its loader reads. Must not throw; a directory it cannot parse is not its.
   std::function<bool(const std::filesystem::path& path)> detect;

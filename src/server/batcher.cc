@@ -11,7 +11,8 @@ constexpr const char* kTimeoutMessage = "timed out in the queue before decoding 
 bool same_options(const engine::DecodeOverrides& a, const engine::DecodeOverrides& b) {
   return a.method == b.method && a.beam_size == b.beam_size && a.ctc_weight == b.ctc_weight &&
          a.reverse_weight == b.reverse_weight && a.chunk_size == b.chunk_size &&
-         a.left_chunks == b.left_chunks && a.length_penalty == b.length_penalty;
+         a.left_chunks == b.left_chunks && a.length_penalty == b.length_penalty &&
+         a.timestamps == b.timestamps;
 }
 
 }  // namespace

@@ -1,8 +1,10 @@
 // The transcription API's response_format values, as OpenAI defines them:
 // json {"text"}, text, verbose_json (task, language, duration, text,
-// segments), srt and vtt. One segment per utterance, from its first aligned
-// token's start to its last one's end (Transcript::token_times); the whole
-// audio where the model gives no times.
+// segments), srt and vtt. The model's own segments where it delimits them
+// (Transcript::segments: Whisper's timestamps); else one segment per
+// utterance, from its first aligned token's start to its last one's end
+// (Transcript::token_times), or the whole audio where the model gives no
+// times.
 #pragma once
 
 #include <optional>

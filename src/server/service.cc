@@ -37,7 +37,7 @@ bool same_secret(std::string_view given, std::string_view expected) {
 const std::set<std::string>& decode_fields() {
   static const std::set<std::string> fields = {"decode_method", "decoding_method", "beam_size",
                                                "ctc_weight",    "reverse_weight",  "chunk_size",
-                                               "left_chunks",   "length_penalty"};
+                                               "left_chunks",   "length_penalty",  "timestamps"};
   return fields;
 }
 
@@ -332,6 +332,13 @@ void TranscriptionService::transcribe(const Request& request, Reply reply) {
   engine::DecodeOverrides overrides;
   try {
     overrides = engine::decode_overrides_from_options(decode_options);
+    // verbose_json, srt and vtt carry segments: a model that times them
+    // itself is asked to, unless the request said otherwise.
+    const bool wants_segments = format == ResponseFormat::kVerboseJson ||
+                                format == ResponseFormat::kSrt || format == ResponseFormat::kVtt;
+    if (wants_segments && !overrides.timestamps && engine_.architecture().decodes_timestamps) {
+      overrides.timestamps = true;
+    }
     (void)engine_.resolve_decode(overrides);  // refused now, not in the batch
   } catch (const Error& e) {
     fail(bad_request("invalid_field", e.what()));

@@ -2,11 +2,12 @@
 transcribe` (the same engine behind the CLI: results must be equal, text for
 text), on the bundled U2++ model and on Whisper tiny.en."""
 import json
+import subprocess
 
 import pytest
 
 import oasr
-from conftest import MODEL, cli_transcripts
+from conftest import CLI, MODEL, cli_transcripts
 
 
 def spec_forms(ignore_glob):
@@ -76,6 +77,19 @@ def test_per_call_decode_options_equal_the_cli(prompts, whisper_dir):
     beam = whisper.transcribe(prompts[0], decode_method="beam_search", beam_size=5)
     assert beam.text == cli_transcripts(whisper_dir, prompts[:1], "--decode-method", "beam_search",
                                         "--beam-size", "5")[prompts[0]]
+
+
+def test_whisper_timestamps_give_the_cli_segments(prompts, whisper_dir):
+    whisper = oasr.ASREngine({"ckpt_dir": whisper_dir})
+    r = whisper.transcribe(prompts[0], timestamps=True)
+    cli = subprocess.run([CLI, "transcribe", "--ckpt-dir", whisper_dir, "--timestamps",
+                          "--output-format", "json", prompts[0]],
+                         capture_output=True, text=True, check=True)
+    expected = json.loads(cli.stdout)
+    assert r.text == expected["text"] and r.tokens == expected["tokens"]
+    assert [(s.start, s.end, s.text) for s in r.segments] == [
+        (min(g["start"], r.duration), min(g["end"], r.duration), g["text"])
+        for g in expected["segments"]]
 
 
 def test_results_carry_tokens_times_segments_and_to_dict(prompts):

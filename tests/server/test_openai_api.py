@@ -125,5 +125,26 @@ def test_whisper_through_the_sdk():
                                    whisper, "--decode-method", "beam_search", "--beam-size", "5",
                                    path], capture_output=True, text=True, check=True)
         assert json.loads(beam.stdout)["text"] == cli_beam.stdout.rstrip("\n").split("\t", 1)[1]
+        # verbose_json / srt ask Whisper for its timestamp tokens: the
+        # segments are those of `oasr transcribe --timestamps`.
+        timed = json.loads(subprocess.run(
+            [os.environ["OASR_CLI_BINARY"], "transcribe", "--ckpt-dir", whisper, "--timestamps",
+             "--output-format", "json", path], capture_output=True, text=True, check=True).stdout)
+        assert timed["segments"], timed
+        with open(path, "rb") as f:
+            v = client(s).audio.transcriptions.create(model=name, file=f,
+                                                      response_format="verbose_json",
+                                                      timestamp_granularities=["segment"])
+        assert v.text == timed["text"]
+        assert [(g.start, g.end, g.text) for g in v.segments] == [
+            (min(g["start"], v.duration), min(g["end"], v.duration), g["text"])
+            for g in timed["segments"]]
+        with open(path, "rb") as f:
+            srt = client(s).audio.transcriptions.create(model=name, file=f, response_format="srt")
+        blocks = srt.strip().split("\n\n")
+        assert len(blocks) == len(timed["segments"]), srt
+        for number, (block, g) in enumerate(zip(blocks, timed["segments"]), 1):
+            lines = block.split("\n")
+            assert lines[0] == str(number) and lines[2] == g["text"].strip(), (block, g)
     finally:
         assert s.stop() == 0

@@ -157,7 +157,7 @@ TEST(EngineOptions, KeysAreTheFlagsWithoutDashes) {
   EXPECT_EQ(keys, (std::vector<std::string>{
                       "ckpt_dir", "device", "dtype", "max_batch_size", "threads", "decode_method",
                       "beam_size", "ctc_weight", "reverse_weight", "chunk_size", "left_chunks",
-                      "length_penalty", "quantization", "quantization_option"}));
+                      "length_penalty", "timestamps", "quantization", "quantization_option"}));
 }
 
 }  // namespace

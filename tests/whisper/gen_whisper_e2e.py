@@ -21,6 +21,11 @@ here with HF: each consecutive 30 s window transcribed by short-form
 generate() on its own, texts stripped and joined with one space (HF's own
 long-form path would use timestamps and differ by design).
 
+With timestamps (greedy_ts, beam5_ts; the short prompts only):
+generate(return_timestamps=True), the generated ids with their timestamp
+tokens, batch_decode's text, and the segments of
+tokenizer.decode(ids, output_offsets=True) as {"text", "start", "end"}.
+
 Exits 77 (ctest: skipped) when tiny.en or the prompts are unavailable.
 Writes OUT/audio/*.wav and OUT/cases.safetensors whose metadata "cases" is
 {"tiny_en_dir", "utterances": [{"name", "wav16", "wav8", "greedy", "beam5"}],
@@ -105,6 +110,27 @@ class Hf:
             out.append({"text": text, "tokens": tokens})
         return out
 
+    def transcribe_with_timestamps(self, audio, num_beams):
+        """generate(return_timestamps=True) on <= 30 s arrays ->
+        [{"text", "tokens", "segments"}] (tokens: after the prompt, eos
+        excluded, timestamps included)."""
+        feats = self.features(audio, sampling_rate=RATE, return_tensors="pt").input_features
+        with torch.no_grad():
+            sequences = self.model.generate(feats, num_beams=num_beams, return_timestamps=True)
+        texts = self.tokenizer.batch_decode(sequences, skip_special_tokens=True)
+        sot = self.model.generation_config.decoder_start_token_id
+        out = []
+        for row, text in zip(sequences.tolist(), texts):
+            offsets = self.tokenizer.decode(row, skip_special_tokens=True,
+                                            output_offsets=True)["offsets"]
+            tokens = row[row.index(sot) + 1:]
+            while tokens and tokens[-1] == self.eos:
+                tokens.pop()
+            out.append({"text": text, "tokens": tokens,
+                        "segments": [{"text": o["text"], "start": o["timestamp"][0],
+                                      "end": o["timestamp"][1]} for o in offsets]})
+        return out
+
 
 def main():
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
@@ -160,6 +186,14 @@ def main():
         for u in utterances:
             print(f"{key} {u['name']}: {u[key]['text']!r}")
         print(f"{key} long: {long[key]['text']!r}")
+
+    for key, beams in (("greedy_ts", 1), ("beam5_ts", 5)):
+        results = hf.transcribe_with_timestamps([audio[n] for n in SHORT], beams)
+        for u, r in zip(utterances, results):
+            u[key] = r
+            print(f"{key} {u['name']}: {r['segments']}")
+    assert any(len(u["greedy_ts"]["segments"]) > 1 for u in utterances), \
+        "no prompt gave two timestamp segments; the test would not see segment boundaries"
 
     cases = {"tiny_en_dir": tiny_en, "utterances": utterances, "long": long}
     save_file({"long/samples": torch.from_numpy(long_audio)},

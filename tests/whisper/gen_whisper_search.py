@@ -18,6 +18,11 @@ without timestamps: it builds the same two suppress processors (begin_index =
 prompt length) and calls GenerationMixin.generate with the forced prompt as
 decoder_input_ids; only the model differs.
 
+Timestamp cases add transformers' WhisperTimeStampLogitsProcessor (what
+generate(return_timestamps=True) appends after the suppress processors, with
+begin_index = prompt length) over a vocabulary with timestamp tokens
+(TS_BEGIN.. V_TS - 1); their prompt has no <|notimestamps|>.
+
 Writes OUT/cases.safetensors: per case "<case>/table" float32 [B, M, V, V],
 "<case>/tokens" int64 [B, W] (generated ids after the prompt, eos excluded,
 padded with -1), "<case>/lengths" int64 [B], "<case>/reached_eos" int64 [B],
@@ -33,6 +38,8 @@ import os
 import torch
 from safetensors.torch import save_file
 from transformers import GenerationConfig, PretrainedConfig, PreTrainedModel
+from transformers.generation.logits_process import (LogitsProcessorList,
+                                                    WhisperTimeStampLogitsProcessor)
 from transformers.modeling_outputs import CausalLMOutput
 
 V = 24
@@ -43,6 +50,9 @@ TRANSCRIBE = 19
 NO_TIMESTAMPS = 23
 SUPPRESS = [1, 7, 22]
 BEGIN_SUPPRESS = [0, EOS]
+# Timestamp cases: 16 timestamp tokens after <|notimestamps|>.
+TS_BEGIN = NO_TIMESTAMPS + 1
+V_TS = TS_BEGIN + 16
 # eos logit bias of each utterance: ends soon, ends late, runs into max_length.
 EOS_BIAS = [1.5, -1.0, -9.0]
 
@@ -83,6 +93,18 @@ def make_tables(gen, max_new):
     return tables
 
 
+def timestamp_tables(gen, max_new):
+    """Tables over V_TS tokens whose timestamp logits are raised at random
+    positions, so the rules (pairs, no decrease, the first-token rule, the
+    total-probability rule) all decide some steps."""
+    tables = torch.randn(len(EOS_BIAS), max_new, V_TS, V_TS, generator=gen) * 2.5
+    tables[..., TS_BEGIN:] += torch.randn(len(EOS_BIAS), max_new, V_TS, 1, generator=gen) * 2.0
+    for u, bias in enumerate(EOS_BIAS):
+        for pos in range(max_new):
+            tables[u, pos, :, EOS] += bias + 0.4 * pos
+    return tables
+
+
 def eos_rank_tables(gen, max_new):
     """For num_beams = 2 and early_stopping true, a table where HF's rule
     "an eos ranked num_beams or lower is not kept" decides the result. Step
@@ -106,7 +128,7 @@ def eos_rank_tables(gen, max_new):
 
 
 def hf_generate(table, prompt, params):
-    model = TableLM(TableConfig(vocab_size=V), table, len(prompt)).eval()
+    model = TableLM(TableConfig(vocab_size=table.shape[-1]), table, len(prompt)).eval()
     early = {"false": False, "true": True, "never": "never"}[params["early_stopping"]]
     config = GenerationConfig(
         max_length=params["max_length"], num_beams=params["num_beams"],
@@ -114,10 +136,18 @@ def hf_generate(table, prompt, params):
         eos_token_id=params["eos_token_id"], pad_token_id=params["pad_token_id"],
         suppress_tokens=params["suppress_tokens"],
         begin_suppress_tokens=params["begin_suppress_tokens"], do_sample=False, use_cache=False)
+    processors = LogitsProcessorList()
+    if params.get("timestamps"):
+        ts = params["timestamps"]
+        ts_config = GenerationConfig(
+            no_timestamps_token_id=ts["no_timestamps_token_id"], eos_token_id=params["eos_token_id"],
+            max_initial_timestamp_index=ts["max_initial_timestamp_index"])
+        processors.append(WhisperTimeStampLogitsProcessor(ts_config, begin_index=len(prompt)))
     ids = torch.tensor([prompt])
     with torch.no_grad():
         out = model.generate(input_ids=ids, attention_mask=torch.ones_like(ids),
                              generation_config=config, synced_gpus=False,
+                             logits_processor=processors,
                              return_dict_in_generate=True, output_scores=True)
     seq = out.sequences[0].tolist()[len(prompt):]
     reached_eos = len(seq) > 0 and seq[-1] == params["eos_token_id"]
@@ -184,6 +214,24 @@ def main():
     results = add_case("beam2_eos_rank", eos_rank_tables(gen, 4), english, num_beams=2,
                        early_stopping="true", begin_suppress_tokens=[])
     assert all(tokens == [4, 6] for tokens, _, _ in results), results
+
+    ts_tables = timestamp_tables(gen, 16)
+    rules = {"no_timestamps_token_id": NO_TIMESTAMPS, "timestamp_begin": TS_BEGIN,
+             "max_initial_timestamp_index": 3}
+    timestamped = []
+    for name, prompt, overrides in (
+            ("ts_greedy", [SOT], {}),
+            ("ts_greedy_multilingual", [SOT, LANG, TRANSCRIBE], {}),
+            ("ts_greedy_no_initial_limit", [SOT],
+             {"timestamps": dict(rules, max_initial_timestamp_index=None)}),
+            ("ts_beam5", [SOT], {"num_beams": 5}),
+            ("ts_beam3_multilingual", [SOT, LANG, TRANSCRIBE], {"num_beams": 3})):
+        overrides.setdefault("timestamps", rules)
+        timestamped += add_case(name, ts_tables, prompt, **overrides)
+    # The timestamp rules must have produced pairs and text between them.
+    ts_counts = [sum(t >= TS_BEGIN for t in tokens) for tokens, _, _ in timestamped]
+    assert max(ts_counts) >= 4 and any(
+        any(t < TS_BEGIN for t in tokens) for tokens, _, _ in timestamped), timestamped
 
     # The cases must exercise both endings; a silent change of the tables
     # that lost one would weaken the test.

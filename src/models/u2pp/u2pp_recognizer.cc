@@ -123,6 +123,9 @@ DecodeOptions U2ppRecognizer::resolve_knobs(const DecodeOverrides& o) const {
                owners.empty() ? std::string() : " (" + owners + " checkpoints take it)",
                "; this U2++ checkpoint takes ", kMethods);
   }
+  OASR_CHECK(!o.timestamps || !*o.timestamps, kInvalidArgument,
+             "timestamps (--timestamps) asks Whisper for timestamp tokens; a U2++ checkpoint "
+             "gives every token's time from its CTC alignment without it: drop it");
   OASR_CHECK(!o.length_penalty, kInvalidArgument,
              "length_penalty (--length-penalty) applies to Whisper beam search; a U2++ "
              "checkpoint does not take it: drop it");

@@ -102,6 +102,7 @@ Architecture whisper_architecture() {
   architecture.name = kWhisperArchitectureName;
   architecture.display_name = "Whisper";
   architecture.serves_cuda = true;
+  architecture.decodes_timestamps = true;
   architecture.detect = [](const std::filesystem::path& path) { return is_whisper_dir(path); };
   architecture.materialize = [](const std::filesystem::path& path,
                                 const quant::QuantizationConfig& quantization,

@@ -130,9 +130,9 @@ ordered_json WhisperGeneration::to_hf_json() const {
     for (const auto& [token, id] : lang_to_id) languages[token] = id;
     out["lang_to_id"] = languages;
   }
-  // OpenAI's transcribe() default (max_initial_timestamp 1.0 s, 20 ms steps);
-  // read only when timestamps are requested.
-  out["max_initial_timestamp_index"] = 50;
+  // Where the source did not say: OpenAI's transcribe() default
+  // (max_initial_timestamp 1.0 s, 20 ms steps), as HF's checkpoints write it.
+  out["max_initial_timestamp_index"] = max_initial_timestamp_index.value_or(50);
   out["max_length"] = max_length;
   out["no_timestamps_token_id"] = no_timestamps_token_id;
   out["pad_token_id"] = pad_token_id;

@@ -64,6 +64,10 @@ struct WhisperGeneration {
   std::vector<std::pair<int64_t, int64_t>> alignment_heads;
   std::optional<int64_t> bos_token_id;       // HF writes <|endoftext|>; unused by generation
   std::optional<int64_t> prev_sot_token_id;  // <|startofprev|>: starts a text prompt
+  // generation_config.json's max_initial_timestamp_index: the latest
+  // timestamp index the first generated token may take (with timestamps);
+  // unset where the file does not say (HF then sets no limit).
+  std::optional<int64_t> max_initial_timestamp_index;
 
   // The prompt HF's generate() forces without a language or task given:
   // <|startoftranscript|>, then <|transcribe|> when multilingual (the

@@ -423,6 +423,17 @@ WhisperGeneration resolve_whisper_generation(const json* generation, const json&
       out.alignment_heads.emplace_back(pair[0].get<int64_t>(), pair[1].get<int64_t>());
     }
   }
+  if (const Found found = look_up("max_initial_timestamp_index", &gen, empty); found.value) {
+    // HF reads it with getattr(..., None): null means no limit.
+    if (!found.value->is_null()) {
+      OASR_CHECK(found.value->is_number_integer() && found.value->get<int64_t>() >= 0, kCorruptFile,
+                 dir_label,
+                 "/generation_config.json: \"max_initial_timestamp_index\" must be a "
+                 "non-negative integer or null, not ",
+                 found.value->dump());
+      out.max_initial_timestamp_index = found.value->get<int64_t>();
+    }
+  }
   if (const Found found = look_up("prev_sot_token_id", &gen, empty); found.value) {
     out.prev_sot_token_id = token_id(found, "prev_sot_token_id", dir_label);
   } else {

@@ -14,9 +14,9 @@ WhisperModelStep::WhisperModelStep(const models::WhisperModel& model,
 
 Tensor WhisperModelStep::step(const Tensor& tokens) {
   const Tensor logits = model_.decode(tokens, cross_, cross_rows_, cache_);  // [R, n, V]
-  // The search runs on the host in float32: the last position's rows only
-  // cross (a copy that also waits for the step on a device).
-  return logits.select(1, logits.size(1) - 1).contiguous().to(Device::cpu()).to(DType::kF32);
+  // The last position's rows, where the model is served: on a device the
+  // search reduces them there (decode/whisper_search.h).
+  return logits.select(1, logits.size(1) - 1).contiguous();
 }
 
 void WhisperModelStep::reorder(std::span<const int64_t> source_rows) {

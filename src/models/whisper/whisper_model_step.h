@@ -21,8 +21,7 @@ class WhisperModelStep final : public WhisperDecoderStep {
   WhisperModelStep(const models::WhisperModel& model, const models::WhisperModel::CrossKv& cross,
                    std::vector<int64_t> cross_rows, int64_t capacity_tokens);
 
-  // Logits of the last position, host float32 [R, V] (copied from the
-  // device where the model is served there).
+  // Logits of the last position [R, V], on the model's device in its dtype.
   Tensor step(const Tensor& tokens) override;
   void reorder(std::span<const int64_t> source_rows) override;
   // On the CPU every row of a decode step is computed on its own (the

@@ -55,6 +55,22 @@ std::vector<int64_t> whisper_english_prompt(const models::WhisperGeneration& gen
   return prompt;
 }
 
+std::vector<Segment> whisper_window_segments(
+    std::span<const int64_t> tokens, int64_t timestamp_begin, double window_start_seconds,
+    const std::function<std::string(std::span<const int64_t>)>& text_of) {
+  // Whisper's timestamp tokens step by 20 ms (HF's time_precision 0.02).
+  constexpr double kTimestampSeconds = 0.02;
+  std::vector<Segment> out;
+  for (const decode::TimestampSegment& s : decode::timestamp_segments(tokens, timestamp_begin)) {
+    const std::span<const int64_t> slice = tokens.subspan(s.first, s.last - s.first);
+    out.push_back(
+        Segment{window_start_seconds + static_cast<double>(s.start_index) * kTimestampSeconds,
+                window_start_seconds + static_cast<double>(s.end_index) * kTimestampSeconds,
+                text_of(slice), std::vector<int64_t>(slice.begin(), slice.end())});
+  }
+  return out;
+}
+
 std::string join_window_texts(const std::vector<std::string>& texts) {
   if (texts.size() == 1) return texts.front();
   std::string joined;
@@ -103,7 +119,7 @@ DecodeOptions resolve_whisper_decode(const DecodeOverrides& o) {
   const auto refuse_u2pp_knob = [](bool given, const char* name) {
     OASR_CHECK(!given, kInvalidArgument, name,
                " applies to U2++ checkpoints; a Whisper checkpoint takes --decode-method ",
-               "greedy_search|beam_search, --beam-size and --length-penalty");
+               "greedy_search|beam_search, --beam-size, --length-penalty and --timestamps");
   };
   refuse_u2pp_knob(o.ctc_weight.has_value(), "ctc_weight (--ctc-weight)");
   refuse_u2pp_knob(o.reverse_weight.has_value(), "reverse_weight (--reverse-weight)");
@@ -129,6 +145,7 @@ DecodeOptions resolve_whisper_decode(const DecodeOverrides& o) {
     d.beam_size = o.beam_size.value_or(kDefaultBeams);
   }
   d.length_penalty = o.length_penalty.value_or(1.0);
+  d.timestamps = o.timestamps.value_or(false);
   d.validate();
   return d;
 }
@@ -146,6 +163,12 @@ decode::WhisperSearchOptions WhisperRecognizer::search_options(const DecodeOptio
   s.max_length = std::min(g.max_length, source_.config.max_target_positions);
   s.num_beams = options.method == kBeam ? options.beam_size : 1;
   s.length_penalty = options.length_penalty;
+  if (options.timestamps) {
+    // HF's prompt with return_timestamps=True: the same without <|notimestamps|>.
+    s.prompt.pop_back();
+    s.timestamps = decode::WhisperTimestampRules{
+        g.no_timestamps_token_id, g.no_timestamps_token_id + 1, g.max_initial_timestamp_index};
+  }
   s.validate();
   return s;
 }
@@ -192,7 +215,8 @@ std::vector<Transcript> WhisperRecognizer::transcribe(std::span<const Waveform> 
     size_t start = 0;
     do {
       const size_t length = std::min<size_t>(kWindowSamples, samples.size() - start);
-      windows.push_back(Window{u, samples.subspan(start, length)});
+      windows.push_back(
+          Window{u, samples.subspan(start, length), static_cast<double>(start) / kSampleRate});
       start += length;
     } while (start < samples.size());
   }
@@ -213,11 +237,26 @@ std::vector<Transcript> WhisperRecognizer::transcribe(std::span<const Waveform> 
 
   std::vector<Transcript> out(utterances.size());
   std::vector<std::vector<std::string>> texts(utterances.size());
+  const int64_t timestamp_begin = source_.generation.no_timestamps_token_id + 1;
+  // Timestamp tokens have no text (HF's decode filters them out).
+  const auto text_of = [&](std::span<const int64_t> tokens) {
+    std::vector<int64_t> words;
+    for (const int64_t id : tokens) {
+      if (id < timestamp_begin) words.push_back(id);
+    }
+    return detokenize(words);
+  };
   for (size_t w = 0; w < windows.size(); ++w) {
     Transcript& t = out[windows[w].utterance];
     t.tokens.insert(t.tokens.end(), hyps[w].tokens.begin(), hyps[w].tokens.end());
     t.score += hyps[w].score;
-    texts[windows[w].utterance].push_back(detokenize(hyps[w].tokens));
+    texts[windows[w].utterance].push_back(text_of(hyps[w].tokens));
+    if (options.timestamps) {
+      for (Segment& segment : whisper_window_segments(hyps[w].tokens, timestamp_begin,
+                                                      windows[w].start_seconds, text_of)) {
+        t.segments.push_back(std::move(segment));
+      }
+    }
   }
   for (size_t u = 0; u < out.size(); ++u) out[u].text = join_window_texts(texts[u]);
   return out;

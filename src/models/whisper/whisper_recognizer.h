@@ -29,6 +29,7 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <span>
 #include <string>
@@ -70,7 +71,8 @@ class WhisperRecognizer final : public Recognizer {
   Module& module() override { return *model_; }
   const quant::QuantizationSpec& quantization_spec() const override { return spec_; }
 
-  // The forced decoder prompt and the search settings for `options`.
+  // The forced decoder prompt (without timestamps) and the search settings
+  // for `options` (with timestamps the prompt drops <|notimestamps|>).
   const std::vector<int64_t>& prompt() const { return prompt_; }
   decode::WhisperSearchOptions search_options(const DecodeOptions& options) const;
 
@@ -83,6 +85,7 @@ class WhisperRecognizer final : public Recognizer {
   struct Window {
     size_t utterance;
     std::span<const float> samples;
+    double start_seconds;  // where the window starts in its utterance
   };
   // Decodes up to max_batch_size windows; one hypothesis per window.
   std::vector<decode::WhisperHypothesis> decode_windows(std::span<const Window> windows,
@@ -104,6 +107,13 @@ DecodeOptions resolve_whisper_decode(const DecodeOverrides& overrides);
 // The forced prompt of English transcription without timestamps for
 // `generation`: <|startoftranscript|> [<|en|> <|transcribe|>] <|notimestamps|>.
 std::vector<int64_t> whisper_english_prompt(const models::WhisperGeneration& generation);
+
+// The segments of one window's hypothesis (decode::timestamp_segments), in
+// seconds from the utterance's start; `text_of` detokenizes a slice with the
+// timestamp tokens left out.
+std::vector<Segment> whisper_window_segments(
+    std::span<const int64_t> tokens, int64_t timestamp_begin, double window_start_seconds,
+    const std::function<std::string(std::span<const int64_t>)>& text_of);
 
 // Joins window texts as described above: one window's text unchanged;
 // several: stripped, the non-empty ones joined with one space.

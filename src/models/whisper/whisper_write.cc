@@ -5,6 +5,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <cstring>
 #include <fstream>
@@ -12,6 +13,7 @@
 #include <sstream>
 
 #include "core/error.h"
+#include "io/json_file.h"
 #include "io/safetensors.h"
 #include "io/staged_directory.h"
 #include "models/native_dir.h"
@@ -91,6 +93,36 @@ ordered_json preprocessor_config(int64_t num_mel_bins) {
   return out;
 }
 
+// tokenizer_config.json for a tokenizer.json that comes without one (a
+// CTranslate2 model): the special tokens from <|endoftext|> to
+// <|notimestamps|> as additional_special_tokens, as OpenAI's Hugging Face
+// repositories list them. transformers takes the timestamp tokens to start
+// after the last special token (WhisperTokenizer._compute_offsets); without
+// the list that is <|endoftext|> + 1 and every offset is 2.12 s late.
+ordered_json tokenizer_config(const fs::path& tokenizer_json, const WhisperGeneration& generation) {
+  const nlohmann::json tokenizer = io::read_json_file(tokenizer_json);
+  std::vector<std::pair<int64_t, std::string>> specials;
+  if (tokenizer.contains("added_tokens") && tokenizer["added_tokens"].is_array()) {
+    for (const nlohmann::json& token : tokenizer["added_tokens"]) {
+      if (!token.is_object() || !token.contains("id") || !token["id"].is_number_integer() ||
+          !token.contains("content") || !token["content"].is_string()) {
+        continue;
+      }
+      const auto id = token["id"].get<int64_t>();
+      if (id >= generation.eos_token_id && id <= generation.no_timestamps_token_id) {
+        specials.emplace_back(id, token["content"].get<std::string>());
+      }
+    }
+  }
+  std::sort(specials.begin(), specials.end());
+  ordered_json names = ordered_json::array();
+  for (const auto& [id, content] : specials) names.push_back(content);
+  ordered_json out;
+  out["additional_special_tokens"] = names;
+  out["tokenizer_class"] = "WhisperTokenizer";
+  return out;
+}
+
 void write_contents(const WhisperSource& source, const fs::path& dir,
                     const WhisperWriteOptions& options) {
   std::vector<std::pair<std::string, Tensor>> tensors;
@@ -125,6 +157,11 @@ void write_contents(const WhisperSource& source, const fs::path& dir,
   }
   for (const char* name : kCopiedHfFiles) {
     if (is_file(source.dir / name)) write_file_synced(dir / name, read_binary(source.dir / name));
+  }
+  if (!source.tokenizer_json.empty() && !is_file(dir / "tokenizer_config.json") &&
+      !is_file(dir / "special_tokens_map.json")) {
+    write_file_synced(dir / "tokenizer_config.json",
+                      dump(tokenizer_config(source.tokenizer_json, source.generation)));
   }
   if (!is_file(dir / "preprocessor_config.json")) {
     write_file_synced(dir / "preprocessor_config.json",
