@@ -2,8 +2,11 @@
 
 #include <algorithm>
 #include <cstring>
+#include <tuple>
 
 #include "core/error.h"
+#include "ops/embedding.h"
+#include "ops/kv_fp8.h"
 
 namespace oasr::layers {
 
@@ -21,25 +24,52 @@ KvCache::KvCache(const Layout& layout) : layout_(layout) {
       " is not served (float32, float16 or bfloat16: the served dtype)");
   const Shape shape = {layout.layers, layout.rows, layout.capacity_tokens, layout.heads,
                        layout.head_dim};
-  keys_ = Tensor::empty(shape, layout.dtype, layout.device);
-  values_ = Tensor::empty(shape, layout.dtype, layout.device);
+  const DType stored = layout.fp8 ? DType::kU8 : layout.dtype;
+  keys_ = Tensor::empty(shape, stored, layout.device);
+  values_ = Tensor::empty(shape, stored, layout.device);
+  if (layout.fp8) {
+    const Shape scale_shape = {layout.layers, layout.rows, layout.capacity_tokens, layout.heads, 1};
+    key_scales_ = Tensor::empty(scale_shape, DType::kF32, layout.device);
+    value_scales_ = Tensor::empty(scale_shape, DType::kF32, layout.device);
+  }
   layer_tokens_.assign(static_cast<size_t>(layout.layers), 0);
 }
 
 Tensor KvCache::layer_view(const Tensor& store, int64_t layer) const {
+  const int64_t inner = store.size(4);
+  const int64_t elements = layer_elements() / layout_.head_dim * inner;
   return store.view({-1})
-      .narrow(0, layer * layer_elements(), layer_elements())
-      .view({layout_.rows, layout_.capacity_tokens, layout_.heads, layout_.head_dim});
+      .narrow(0, layer * elements, elements)
+      .view({layout_.rows, layout_.capacity_tokens, layout_.heads, inner});
 }
 
 Tensor KvCache::row_view(const Tensor& store, int64_t flat_row) const {
+  const int64_t inner = store.size(4);
+  const int64_t elements = row_elements() / layout_.head_dim * inner;
   return store.view({-1})
-      .narrow(0, flat_row * row_elements(), row_elements())
-      .view({layout_.capacity_tokens, layout_.heads, layout_.head_dim});
+      .narrow(0, flat_row * elements, elements)
+      .view({layout_.capacity_tokens, layout_.heads, inner});
+}
+
+std::vector<Tensor*> KvCache::stores() {
+  if (layout_.fp8) return {&keys_, &values_, &key_scales_, &value_scales_};
+  return {&keys_, &values_};
+}
+
+Tensor KvCache::served_tokens(const Tensor& store, const Tensor& scales, int64_t layer,
+                              int64_t count) const {
+  const Tensor tokens = layer_view(store, layer).narrow(1, 0, count);
+  if (!layout_.fp8) return tokens;
+  const Tensor codes = tokens.contiguous().view({-1, layout_.head_dim});
+  const Tensor per_vector = layer_view(scales, layer).narrow(1, 0, count).contiguous().view({-1});
+  return ops::dequantize_pow2_e4m3(codes, per_vector, layout_.dtype)
+      .view({layout_.rows, count, layout_.heads, layout_.head_dim});
 }
 
 int64_t KvCache::bytes() const {
-  return static_cast<int64_t>(keys_.nbytes() + values_.nbytes());
+  int64_t total = static_cast<int64_t>(keys_.nbytes() + values_.nbytes());
+  if (layout_.fp8) total += static_cast<int64_t>(key_scales_.nbytes() + value_scales_.nbytes());
+  return total;
 }
 
 void KvCache::check_layer(int64_t layer, const char* what) const {
@@ -78,6 +108,18 @@ void KvCache::append(int64_t layer, const Tensor& keys, const Tensor& values) {
              layout_.capacity_tokens,
              " tokens; create the cache with a larger capacity (or stop decoding earlier)");
   if (n == 0) return;
+  if (layout_.fp8) {
+    const Shape shape = {rows, n, layout_.heads, layout_.head_dim};
+    const Shape scale_shape = {rows, n, layout_.heads, 1};
+    for (auto [x, store, scales] :
+         {std::tuple{&keys, &keys_, &key_scales_}, std::tuple{&values, &values_, &value_scales_}}) {
+      const ops::Pow2E4m3 q = ops::quantize_pow2_e4m3(x->reshape({-1, layout_.head_dim}));
+      layer_view(*store, layer).narrow(1, start, n).copy_(q.codes.view(shape));
+      layer_view(*scales, layer).narrow(1, start, n).copy_(q.scales.view(scale_shape));
+    }
+    layer_tokens_[static_cast<size_t>(layer)] = start + n;
+    return;
+  }
   if (!host_f32()) {
     const Shape shape = {rows, n, layout_.heads, layout_.head_dim};
     layer_view(keys_, layer).narrow(1, start, n).copy_(keys.reshape(shape));
@@ -103,10 +145,10 @@ KvCache::View KvCache::read(int64_t layer) const {
   const int64_t heads = layout_.heads;
   const int64_t dim = layout_.head_dim;
   if (!host_f32()) {
-    auto gather = [&](const Tensor& store) {
-      return layer_view(store, layer).narrow(1, 0, count).transpose(1, 2).contiguous();
+    auto gather = [&](const Tensor& store, const Tensor& scales) {
+      return served_tokens(store, scales, layer, count).transpose(1, 2).contiguous();
     };
-    return {gather(keys_), gather(values_)};
+    return {gather(keys_, key_scales_), gather(values_, value_scales_)};
   }
   // [row][token][head][head_dim] -> [row][head][token][head_dim], one
   // head_dim run at a time.
@@ -169,14 +211,26 @@ void KvCache::reorder_rows(std::span<const int64_t> source_rows) {
   // Only the committed tokens of each row move; a row may be copied to
   // several rows, so the sources are read from a snapshot of the layer.
   if (!host_f32()) {
-    for (Tensor* store : {&keys_, &values_}) {
+    // One gather per layer and store (ops::embedding over the layer's rows
+    // as a table), not one copy per row: beam search reorders every step.
+    const Tensor ids =
+        Tensor::from_vector(std::vector<int64_t>(source_rows.begin(), source_rows.end()), {rows});
+    for (Tensor* store : stores()) {
       for (int64_t l = 0; l < layout_.layers; ++l) {
-        const Tensor layer_tokens = layer_view(*store, l).narrow(1, 0, length_);
-        const Tensor snapshot = layer_tokens.clone();
-        for (int64_t r = 0; r < rows; ++r) {
-          const int64_t source = source_rows[static_cast<size_t>(r)];
-          if (source != r) layer_tokens.select(0, r).copy_(snapshot.select(0, source));
+        Tensor layer_tokens = layer_view(*store, l).narrow(1, 0, length_);
+        const Tensor table = layer_tokens.contiguous().view({rows, -1});
+        if (store->dtype() == DType::kU8 || store->device().is_cpu()) {
+          // fp8 codes (not a float table for the gather) and host stores
+          // (a row copy is a memcpy there): row by row.
+          for (int64_t r = 0; r < rows; ++r) {
+            const int64_t source = source_rows[static_cast<size_t>(r)];
+            if (source == r) continue;
+            Tensor destination = layer_tokens.select(0, r);
+            destination.copy_(table.select(0, source).view(destination.shape()));
+          }
+          continue;
         }
+        layer_tokens.copy_(ops::embedding(ids, table).view(layer_tokens.shape()));
       }
     }
     return;
@@ -224,7 +278,7 @@ void KvCache::retain_rows(std::span<const int64_t> rows) {
     // Rows are whole blocks of row_elements(): a source and a destination
     // either coincide or do not overlap, and in this order no row is
     // overwritten before it is read (the reasoning below).
-    for (Tensor* store : {&keys_, &values_}) {
+    for (Tensor* store : stores()) {
       for (int64_t l = 0; l < layout_.layers; ++l) {
         for (int64_t i = 0; i < kept; ++i) {
           const int64_t source = l * old_rows + rows[i];

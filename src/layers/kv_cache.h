@@ -46,8 +46,14 @@ class KvCache {
     int64_t head_dim = 0;
     int64_t rows = 0;
     int64_t capacity_tokens = 0;  // tokens per row, fixed at creation
-    DType dtype = DType::kF32;    // storage dtype: float32, float16 or bfloat16
+    DType dtype = DType::kF32;    // served dtype: float32, float16 or bfloat16
     Device device = Device::cpu();
+    // The fp8 KV cache (spec "FP8 KV cache", ops/kv_fp8.h): store e4m3 codes
+    // with one power-of-two scale per (token, head), quantized as a token is
+    // appended; append() still takes and read() still gives `dtype`, the
+    // read dequantized exactly. About half the bytes of float16 (1 + 4 /
+    // head_dim bytes an element).
+    bool fp8 = false;
   };
 
   // Reserves the storage; refuses non-positive sizes and an unserved dtype.
@@ -101,17 +107,27 @@ class KvCache {
   int64_t layer_elements() const { return layout_.rows * row_elements(); }
   void check_layer(int64_t layer, const char* what) const;
   // The CPU float32 store (memcpy paths), or any other (tensor copies).
-  bool host_f32() const { return layout_.device.is_cpu() && layout_.dtype == DType::kF32; }
-  // Layer `layer` of `store` as [rows, capacity, heads, head_dim] for the
-  // current row count (rows shrink with retain_rows; the layer stride too).
+  bool host_f32() const {
+    return layout_.device.is_cpu() && layout_.dtype == DType::kF32 && !layout_.fp8;
+  }
+  // Layer `layer` of `store` as [rows, capacity, heads, inner] for the
+  // current row count (rows shrink with retain_rows; the layer stride too);
+  // inner is the store's last dimension: head_dim, or 1 for the fp8 scales.
   Tensor layer_view(const Tensor& store, int64_t layer) const;
-  // Row `row` of `layer` (all of it, [capacity, heads, head_dim]) at the
+  // Row `row` of `layer` (all of it, [capacity, heads, inner]) at the
   // flat row index layer * rows_in_layer + row.
   Tensor row_view(const Tensor& store, int64_t flat_row) const;
+  // Every buffer: keys and values, plus their scales in an fp8 cache.
+  std::vector<Tensor*> stores();
+  // Tokens [0, count) of `layer` as [rows, count, heads, head_dim] in the
+  // served dtype (dequantized from an fp8 store).
+  Tensor served_tokens(const Tensor& store, const Tensor& scales, int64_t layer,
+                       int64_t count) const;
 
   Layout layout_;
-  Tensor keys_;    // [layers, rows, capacity, heads, head_dim]
+  Tensor keys_;    // [layers, rows, capacity, heads, head_dim]: dtype, or uint8 e4m3 codes
   Tensor values_;  // same
+  Tensor key_scales_, value_scales_;  // fp8: float32 [layers, rows, capacity, heads, 1]
   int64_t length_ = 0;
   std::vector<int64_t> layer_tokens_;  // per layer: committed + appended this step
 };

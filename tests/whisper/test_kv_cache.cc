@@ -4,6 +4,7 @@
 // checked element by element against values the test wrote.
 #include <gtest/gtest.h>
 
+#include <cmath>
 #include <cstring>
 #include <random>
 #include <string>
@@ -237,7 +238,8 @@ void expect_store_matches_host_f32(DType dtype, Device device) {
       const KvCache::View got = other.read(layer);
       EXPECT_EQ(got.keys.dtype(), dtype);
       EXPECT_EQ(got.keys.device(), device);
-      for (const auto& [w, g] : {std::pair{want.keys, got.keys}, std::pair{want.values, got.values}}) {
+      for (const auto& [w, g] :
+           {std::pair{want.keys, got.keys}, std::pair{want.values, got.values}}) {
         const Tensor host = g.to(Device::cpu()).to(DType::kF32).contiguous();
         ASSERT_EQ(host.shape(), w.shape()) << when;
         EXPECT_EQ(std::memcmp(host.data<float>(), w.data<float>(), w.nbytes()), 0)
@@ -271,6 +273,137 @@ TEST(WhisperKvCache, DeviceStoresMatchTheHostFloat32One) {
   if (!cuda_available()) GTEST_SKIP() << "no CUDA GPU is visible";
   for (const DType dtype : {DType::kF32, DType::kF16, DType::kBF16}) {
     expect_store_matches_host_f32(dtype, Device::cuda(0));
+  }
+}
+
+// ---- the fp8 KV cache ---------------------------------------------------------
+
+// e4m3 by the format's definition (1.4.3, bias 7, subnormals, no
+// infinities; magnitudes 0..448 for codes 0..126), independent of oasr's
+// conversions: the nearest magnitude, ties to the even code.
+double e4m3_magnitude(int code) {
+  const int e = code >> 3;
+  const int m = code & 7;
+  return e == 0 ? m / 8.0 * std::ldexp(1.0, -6) : (1.0 + m / 8.0) * std::ldexp(1.0, e - 7);
+}
+
+double round_to_e4m3(double v) {
+  const double a = std::fabs(v);
+  int best = 0;
+  for (int code = 1; code <= 126; ++code) {
+    const double d = std::fabs(e4m3_magnitude(code) - a);
+    const double best_d = std::fabs(e4m3_magnitude(best) - a);
+    if (d < best_d || (d == best_d && code % 2 == 0)) best = code;
+  }
+  return std::copysign(e4m3_magnitude(best), v);
+}
+
+// What an fp8 cache must read back for one (token, head) vector: the
+// smallest power-of-two scale with amax <= 448 * scale, each value rounded
+// to e4m3 after the division, times the scale.
+std::vector<float> fp8_round_trip(const std::vector<float>& vector) {
+  double amax = 0.0;
+  for (const float v : vector) amax = std::max(amax, std::fabs(static_cast<double>(v)));
+  double scale = 1.0;
+  if (amax > 0.0) {
+    int k = -60;
+    while (amax > 448.0 * std::ldexp(1.0, k)) ++k;
+    scale = std::ldexp(1.0, k);
+  }
+  std::vector<float> out;
+  for (const float v : vector) out.push_back(static_cast<float>(round_to_e4m3(v / scale) * scale));
+  return out;
+}
+
+// An fp8 cache (served `dtype` on `device`) reads back, through appends, a
+// beam reorder, a retain and more appends, exactly what a float32 host cache
+// holds when it is given the round-tripped values (rounded once more to the
+// served dtype): the codes, the scales and the rows move together.
+void expect_fp8_store_matches_round_trip(DType dtype, Device device) {
+  KvCache::Layout l = small_layout();
+  l.rows = 4;
+  l.capacity_tokens = 7;
+  KvCache reference(l);
+  KvCache::Layout fp8_layout = l;
+  fp8_layout.dtype = dtype;
+  fp8_layout.device = device;
+  fp8_layout.fp8 = true;
+  KvCache fp8(fp8_layout);
+  std::mt19937 rng(29);
+  std::normal_distribution<float> normal(0.0f, 1.0f);
+  std::uniform_real_distribution<float> magnitude(-12.0f, 12.0f);
+  auto step = [&](int64_t n) {
+    for (int64_t layer = 0; layer < l.layers; ++layer) {
+      const Shape split = {reference.rows(), n, l.heads, l.head_dim};
+      Tensor keys = Tensor::empty(split, DType::kF32);
+      Tensor values = Tensor::empty(split, DType::kF32);
+      Tensor want_keys = Tensor::empty(split, DType::kF32);
+      Tensor want_values = Tensor::empty(split, DType::kF32);
+      for (auto [x, want] : {std::pair{&keys, &want_keys}, std::pair{&values, &want_values}}) {
+        for (int64_t v = 0; v < x->numel() / l.head_dim; ++v) {
+          // Vectors of very different sizes (2^-12 .. 2^12) and a zero one.
+          const float size = std::exp2(magnitude(rng));
+          std::vector<float> vector;
+          for (int64_t j = 0; j < l.head_dim; ++j)
+            vector.push_back(v == 3 ? 0.0f : size * normal(rng));
+          // The served dtype's values, as the decoder hands them over.
+          const Tensor served = Tensor::from_vector(vector, {l.head_dim}).to(dtype).to(DType::kF32);
+          vector.assign(served.data<float>(), served.data<float>() + l.head_dim);
+          const std::vector<float> round_trip = fp8_round_trip(vector);
+          std::copy(vector.begin(), vector.end(), x->data<float>() + v * l.head_dim);
+          std::copy(round_trip.begin(), round_trip.end(), want->data<float>() + v * l.head_dim);
+        }
+      }
+      reference.append(layer, want_keys, want_values);
+      fp8.append(layer, keys.to(dtype).to(device), values.to(dtype).to(device));
+    }
+    reference.commit();
+    fp8.commit();
+  };
+  auto expect_same = [&](const char* when) {
+    ASSERT_EQ(fp8.rows(), reference.rows()) << when;
+    for (int64_t layer = 0; layer < l.layers; ++layer) {
+      const KvCache::View want = reference.read(layer);
+      const KvCache::View got = fp8.read(layer);
+      EXPECT_EQ(got.keys.dtype(), dtype);
+      EXPECT_EQ(got.keys.device(), device);
+      for (const auto& [w, g] :
+           {std::pair{want.keys, got.keys}, std::pair{want.values, got.values}}) {
+        const Tensor host = g.to(Device::cpu()).to(DType::kF32).contiguous();
+        const Tensor expected = w.to(dtype).to(DType::kF32).contiguous();
+        ASSERT_EQ(host.shape(), expected.shape()) << when;
+        EXPECT_EQ(std::memcmp(host.data<float>(), expected.data<float>(), expected.nbytes()), 0)
+            << when << ", layer " << layer << ", " << dtype_name(dtype) << " on " << device.str();
+      }
+    }
+  };
+  step(2);
+  expect_same("after the prompt");
+  step(1);
+  const std::vector<int64_t> beams = {3, 0, 0, 2};
+  reference.reorder_rows(beams);
+  fp8.reorder_rows(beams);
+  expect_same("after a reorder");
+  step(1);
+  const std::vector<int64_t> kept = {1, 3};
+  reference.retain_rows(kept);
+  fp8.retain_rows(kept);
+  expect_same("after a retain");
+  step(2);
+  expect_same("after appends to the kept rows");
+  // One byte an element plus one float32 scale per head_dim elements.
+  const int64_t elements = reference.bytes() / static_cast<int64_t>(sizeof(float));
+  EXPECT_EQ(fp8.bytes(), elements + elements / l.head_dim * 4);
+}
+
+TEST(WhisperKvCache, Fp8HostStoreHoldsThePowerOfTwoE4m3Rule) {
+  expect_fp8_store_matches_round_trip(DType::kF32, Device::cpu());
+}
+
+TEST(WhisperKvCache, Fp8DeviceStoresHoldThePowerOfTwoE4m3Rule) {
+  if (!cuda_available()) GTEST_SKIP() << "no CUDA GPU is visible";
+  for (const DType dtype : {DType::kF32, DType::kF16, DType::kBF16}) {
+    expect_fp8_store_matches_round_trip(dtype, Device::cuda(0));
   }
 }
 

@@ -31,6 +31,7 @@ MaterializedWhisper materialize_whisper_model(const WhisperSource& source,
       quant::spec_from_config(quantization, model, whisper_quantization_layout(), spec_options);
   model.load(*source.weights);  // strict; ties proj_out to embed_tokens when absent
   quant::quantize_model_online(model, out.spec);
+  model.set_fp8_kv_cache(out.spec.kv_cache == "fp8_e4m3");
   model.to(options.dtype);
   model.to(options.device);
   if (options.bind) {

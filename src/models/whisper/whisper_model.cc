@@ -150,6 +150,7 @@ layers::KvCache WhisperModel::make_cache(int64_t rows, int64_t capacity_tokens) 
   const Tensor& weight = decoder_->embed_tokens().param("weight");
   layout.dtype = weight.dtype();
   layout.device = weight.device();
+  layout.fp8 = fp8_kv_cache_;
   return layers::KvCache(layout);
 }
 

@@ -105,6 +105,11 @@ class WhisperModel : public Module {
   // A self-attention cache for `rows` hypotheses of at most capacity_tokens
   // tokens each (at most max_target_positions: the learned positions end there).
   layers::KvCache make_cache(int64_t rows, int64_t capacity_tokens) const;
+  // Caches made afterwards store the self-attention keys and values in fp8
+  // (quantization kv_cache=fp8_e4m3; layers/kv_cache.h). The cross-attention
+  // keys and values stay in the served dtype.
+  void set_fp8_kv_cache(bool on) { fp8_kv_cache_ = on; }
+  bool fp8_kv_cache() const { return fp8_kv_cache_; }
 
   // tokens int64 [R, n] (R = cache.rows()); row r attends encoder row
   // cross_rows[r]; the tokens take positions cache.length() .. + n - 1 and are
@@ -122,6 +127,7 @@ class WhisperModel : public Module {
   std::shared_ptr<WhisperEncoder> encoder_;
   std::shared_ptr<WhisperDecoder> decoder_;
   std::shared_ptr<layers::Linear> proj_out_;
+  bool fp8_kv_cache_ = false;
 };
 
 }  // namespace oasr::models

@@ -1,0 +1,85 @@
+#include "ops/kv_fp8.h"
+
+#include <algorithm>
+#include <cmath>
+
+#include "core/error.h"
+#include "core/float_types.h"
+#include "ops/front_checks.h"
+#if OASR_WITH_CUDA
+#include "ops/cuda/kv_fp8.h"
+#endif
+
+namespace oasr::ops {
+
+float pow2_e4m3_scale(float amax) {
+  if (!(amax > 0.0f)) return 1.0f;
+  // amax = m 2^e with m in [0.5, 1); 448 = 0.875 2^9. amax <= 448 2^k holds
+  // from k = e - 9 when m <= 0.875, else from k = e - 8.
+  int e = 0;
+  const float m = std::frexp(amax, &e);
+  return std::ldexp(1.0f, m <= 0.875f ? e - 9 : e - 8);
+}
+
+Pow2E4m3 quantize_pow2_e4m3(const Tensor& x) {
+  constexpr const char* kOp = "quantize_pow2_e4m3";
+  detail::check_defined(kOp, "x", x);
+  const Device device = detail::serving_device(kOp, {{"x", x}});
+  detail::check_float(kOp, "x", x, device);
+  detail::check_rank(kOp, "x", x, 2);
+  const int64_t n = x.size(0);
+  const int64_t d = x.size(1);
+  Pow2E4m3 out{Tensor::empty({n, d}, DType::kU8, device), Tensor::empty({n}, DType::kF32, device)};
+  const Tensor x_c = x.contiguous();
+#if OASR_WITH_CUDA
+  if (device.is_cuda()) {
+    cuda::quantize_pow2_e4m3(x_c, out.codes, out.scales);
+    return out;
+  }
+#endif
+  const float* src = x_c.data<float>();
+  uint8_t* codes = out.codes.data<uint8_t>();
+  float* scales = out.scales.data<float>();
+  for (int64_t i = 0; i < n; ++i) {
+    float amax = 0.0f;
+    for (int64_t j = 0; j < d; ++j) amax = std::max(amax, std::fabs(src[i * d + j]));
+    const float scale = pow2_e4m3_scale(amax);
+    scales[i] = scale;
+    for (int64_t j = 0; j < d; ++j) codes[i * d + j] = f32_to_e4m3_bits(src[i * d + j] / scale);
+  }
+  return out;
+}
+
+Tensor dequantize_pow2_e4m3(const Tensor& codes, const Tensor& scales, DType dtype) {
+  constexpr const char* kOp = "dequantize_pow2_e4m3";
+  detail::check_defined(kOp, "codes", codes);
+  detail::check_defined(kOp, "scales", scales);
+  const Device device = detail::serving_device(kOp, {{"codes", codes}, {"scales", scales}});
+  OASR_CHECK(codes.dtype() == DType::kU8 && codes.dim() == 2 && scales.dtype() == DType::kF32 &&
+                 scales.dim() == 1 && scales.size(0) == codes.size(0),
+             kInvalidArgument, kOp, ": codes must be uint8 [N, D] and scales float32 [N], got ",
+             dtype_name(codes.dtype()), " ", shape_str(codes.shape()), " and ",
+             dtype_name(scales.dtype()), " ", shape_str(scales.shape()));
+  OASR_CHECK(device.is_cuda() || dtype == DType::kF32, kInvalidArgument, kOp,
+             ": the CPU dequantizes to float32 only, not ", dtype_name(dtype));
+  const int64_t n = codes.size(0);
+  const int64_t d = codes.size(1);
+  Tensor out = Tensor::empty({n, d}, dtype, device);
+  const Tensor codes_c = codes.contiguous();
+  const Tensor scales_c = scales.contiguous();
+#if OASR_WITH_CUDA
+  if (device.is_cuda()) {
+    cuda::dequantize_pow2_e4m3(codes_c, scales_c, out);
+    return out;
+  }
+#endif
+  const uint8_t* src = codes_c.data<uint8_t>();
+  const float* s = scales_c.data<float>();
+  float* dst = out.data<float>();
+  for (int64_t i = 0; i < n; ++i) {
+    for (int64_t j = 0; j < d; ++j) dst[i * d + j] = e4m3_bits_to_f32(src[i * d + j]) * s[i];
+  }
+  return out;
+}
+
+}  // namespace oasr::ops

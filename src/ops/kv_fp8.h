@@ -1,0 +1,37 @@
+// The fp8 KV cache's number format (spec "FP8 KV cache"): every vector (one
+// token's keys or values for one head) is stored as float8_e4m3fn codes
+// with one power-of-two scale, computed as the vector is written:
+//
+//   amax  = max_j |x_j|
+//   scale = 2^k, the smallest power of two with amax <= 448 * scale (1 when amax is 0)
+//   q_j   = e4m3(x_j / scale)     (exact division, then round to nearest even; |x_j / scale| <=
+//   448) x'_j  = e4m3_to_f32(q_j) * scale, rounded once to the served dtype
+//
+// Dividing by a power of two is exact and a code times a power of two is
+// exact in float32, so x' is the only rounding after the e4m3 one: the
+// dequantized cache is a pure function of the codes and scales, and the
+// CPU and CUDA bodies (core/float_types.h's conversions on both) give the
+// same bits.
+#pragma once
+
+#include <cstdint>
+
+#include "core/tensor.h"
+
+namespace oasr::ops {
+
+struct Pow2E4m3 {
+  Tensor codes;   // uint8 [N, D]: float8_e4m3fn bit patterns
+  Tensor scales;  // float32 [N]: powers of two
+};
+
+// x: [N, D] float32 (CPU) or float32 / float16 / bfloat16 (CUDA).
+Pow2E4m3 quantize_pow2_e4m3(const Tensor& x);
+
+// codes uint8 [N, D] and scales float32 [N] on one device -> [N, D] of `dtype`.
+Tensor dequantize_pow2_e4m3(const Tensor& codes, const Tensor& scales, DType dtype);
+
+// The scale above for a vector's amax.
+float pow2_e4m3_scale(float amax);
+
+}  // namespace oasr::ops
