@@ -8,6 +8,7 @@
 #include "ops/attention.h"
 #include "ops/concat.h"
 #include "ops/elementwise.h"
+#include "ops/embedding.h"
 #include "ops/gemm.h"
 #include "ops/softmax.h"
 
@@ -265,6 +266,32 @@ Tensor MultiHeadAttention::forward_cross(const Tensor& x, const Tensor& keys, co
   }
   const Tensor q = project_query(x);  // [R, n, D]
   if (identity) return out_->forward(context(split_heads(q, heads_), keys, values, Tensor()));
+  // Beam search's layout: rows b * m .. b * m + m - 1 read memory row b, for
+  // every b. The m rows' queries of a memory row are consecutive in q, so
+  // [R, n, D] is [B, m * n, D] as it is: one attention call, no copy.
+  bool folded = rows % memory_rows == 0;
+  const int64_t per_row = folded ? rows / memory_rows : 0;
+  for (int64_t r = 0; folded && r < rows; ++r) {
+    folded = cross_rows[static_cast<size_t>(r)] == r / per_row;
+  }
+  if (folded) {
+    const Tensor grouped = q.contiguous().view({memory_rows, per_row * steps, dim_});
+    const Tensor out = context(split_heads(grouped, heads_), keys, values, Tensor());
+    return out_->forward(out.view({rows, steps, dim_}));
+  }
+  if (!host_float(q)) {
+    // Any other mapping on a device (greedy search after finished rows
+    // left): each row's keys and values gathered in one call per tensor.
+    const Tensor ids =
+        Tensor::from_vector(std::vector<int64_t>(cross_rows.begin(), cross_rows.end()), {rows})
+            .to(q.device());
+    const auto gather = [&](const Tensor& memory) {
+      const Tensor table = memory.contiguous().view({memory_rows, -1});
+      return ops::embedding(ids, table)
+          .view({rows, memory.size(1), memory.size(2), memory.size(3)});
+    };
+    return out_->forward(context(split_heads(q, heads_), gather(keys), gather(values), Tensor()));
+  }
   // Group the decoder rows by the memory row they read, and fold each group's
   // queries into one [1, H, m * n, d] operand against that row's keys.
   std::map<int64_t, std::vector<int64_t>> groups;

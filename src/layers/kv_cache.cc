@@ -214,7 +214,8 @@ void KvCache::reorder_rows(std::span<const int64_t> source_rows) {
     // One gather per layer and store (ops::embedding over the layer's rows
     // as a table), not one copy per row: beam search reorders every step.
     const Tensor ids =
-        Tensor::from_vector(std::vector<int64_t>(source_rows.begin(), source_rows.end()), {rows});
+        Tensor::from_vector(std::vector<int64_t>(source_rows.begin(), source_rows.end()), {rows})
+            .to(layout_.device);
     for (Tensor* store : stores()) {
       for (int64_t l = 0; l < layout_.layers; ++l) {
         Tensor layer_tokens = layer_view(*store, l).narrow(1, 0, length_);
