@@ -6,6 +6,7 @@ calibration prompts only), with each row's own "prepare" and "command"
 config, test set, the reference WER and errors, the measured ones.
 
   wer_cuda_rows.py --oasr BIN/oasr --eval-sets DIR [--reference ci/wer-reference.json]
+                   [--whisper-tiny-en DIR]   (the Whisper rows; skipped without it)
 """
 import argparse
 import json
@@ -24,6 +25,7 @@ def main() -> int:
     parser.add_argument("--oasr", type=Path, required=True)
     parser.add_argument("--eval-sets", type=Path, required=True)
     parser.add_argument("--reference", type=Path, default=Path("ci/wer-reference.json"))
+    parser.add_argument("--whisper-tiny-en", type=Path, default=None)
     args = parser.parse_args()
     reference = json.loads(args.reference.read_text(encoding="utf-8"))
     for row in reference["entries"]:
@@ -36,15 +38,19 @@ def main() -> int:
             result["skipped"] = f"{manifest} is not here"
             print(json.dumps(result), flush=True)
             continue
+        if "$WHISPER_TINY_EN" in row["command"] and args.whisper_tiny_en is None:
+            result["skipped"] = "a Whisper row: pass --whisper-tiny-en DIR"
+            print(json.dumps(result), flush=True)
+            continue
         with tempfile.TemporaryDirectory(prefix="oasr-wer-") as work:
             if row.get("prepare"):
-                prepare = expand_command(row["prepare"], args.oasr, args.eval_sets, None, Path(work))
+                prepare = expand_command(row["prepare"], args.oasr, args.eval_sets, args.whisper_tiny_en, Path(work))
                 done = subprocess.run(prepare, capture_output=True, text=True)
                 if done.returncode != 0:
                     result["error"] = "prepare failed: " + done.stderr[-400:]
                     print(json.dumps(result), flush=True)
                     continue
-            command = expand_command(row["command"], args.oasr, args.eval_sets, None, Path(work))
+            command = expand_command(row["command"], args.oasr, args.eval_sets, args.whisper_tiny_en, Path(work))
             done = subprocess.run(command + ["--output-format", "json"], capture_output=True,
                                   text=True)
         if done.returncode != 0:

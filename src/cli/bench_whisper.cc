@@ -15,6 +15,7 @@
 #include "audio/audio_file.h"
 #include "cli/bench_common.h"
 #include "cli/engine_options.h"
+#include "core/device_memory.h"
 #include "core/error.h"
 #include "engine/asr_engine.h"
 #include "eval/text_normalizer.h"
@@ -37,6 +38,7 @@ struct BenchWhisperOptions {
   std::string baseline_script = "bench/faster_whisper_bench.py";
   std::string peer_model_dir;  // the CTranslate2 directory faster-whisper loads
   std::string peer_compute_types = "int8,float32";
+  std::string peer_args;  // appended to the peer's command line as they are
   EngineFlags engine;
 };
 
@@ -93,11 +95,14 @@ void run_peer(const BenchWhisperOptions& options, const std::vector<Utterance>& 
           << shell_quote(options.peer_model_dir) << " --audio-list " << shell_quote(list_path)
           << " --compute-types " << shell_quote(options.peer_compute_types) << " --threads "
           << threads << " --warmup " << options.warmup;
+  if (!options.peer_args.empty()) command << " " << options.peer_args;
   std::vector<nlohmann::json> lines;
   try {
     lines = run_baseline_script(
         command.str(), python, options.baseline_script, [](const nlohmann::json& line) {
-          return line.is_object() && line.contains("hypotheses") && line.contains("wall_s");
+          // A configuration the peer could not run is a line with "error".
+          return line.is_object() && ((line.contains("hypotheses") && line.contains("wall_s")) ||
+                                      line.contains("error"));
         });
   } catch (...) {
     fs::remove(list_path);
@@ -105,14 +110,16 @@ void run_peer(const BenchWhisperOptions& options, const std::vector<Utterance>& 
   }
   fs::remove(list_path);
   for (const nlohmann::json& peer : lines) {
+    if (peer.contains("error")) continue;  // relayed as it came
     std::vector<std::string> hypotheses;
     for (const Utterance& u : utterances) {
       hypotheses.push_back(peer["hypotheses"].value(u.entry.id, std::string()));
     }
     nlohmann::ordered_json line;
     line["bench"] = "whisper";
-    line["compare"] = "oasr/faster-whisper";
+    line["compare"] = "oasr/" + peer.value("impl", std::string("faster-whisper"));
     line["peer_compute_type"] = peer.value("compute_type", std::string());
+    if (peer.contains("compile")) line["peer_compile"] = peer["compile"];
     line["peer_rtfx"] = peer["rtfx"];
     put_counts(line, score(utterances, hypotheses));
     line["speedup"] = round3(oasr_rtfx / peer["rtfx"].get<double>());
@@ -143,7 +150,14 @@ void run_bench_whisper(const BenchWhisperOptions& options) {
     samples.push_back(audio.samples);
     utterances.push_back({std::move(entry), std::move(audio.samples)});
   }
-  for (int i = 0; i < options.warmup; ++i) asr.transcribe({samples[i % samples.size()]});
+  // Each warm-up pass transcribes the first max_batch_size utterances as
+  // one batch, so a device's allocations and kernels for the batch size are
+  // in place before the timed call.
+  const size_t warm_batch =
+      std::min(samples.size(), static_cast<size_t>(std::max<int64_t>(1, config.max_batch_size)));
+  const std::vector<std::vector<float>> warm(samples.begin(),
+                                             samples.begin() + static_cast<long>(warm_batch));
+  for (int i = 0; i < options.warmup; ++i) asr.transcribe(warm);
   const auto start = std::chrono::steady_clock::now();
   const std::vector<engine::Transcript> transcripts = asr.transcribe(samples);
   const double wall =
@@ -157,6 +171,8 @@ void run_bench_whisper(const BenchWhisperOptions& options) {
   line["impl"] = "oasr";
   line["device"] = config.device;
   line["quantization"] = config.quantization.scheme.empty() ? "none" : config.quantization.scheme;
+  line["kv_cache"] =
+      config.quantization.kv_cache.empty() ? "served dtype" : config.quantization.kv_cache;
   line["decode_method"] = asr.decode_options().method;
   line["max_batch_size"] = config.max_batch_size;
   line["threads"] = threads;
@@ -165,6 +181,15 @@ void run_bench_whisper(const BenchWhisperOptions& options) {
   line["wall_s"] = round3(wall);
   line["rtfx"] = round3(audio_seconds / wall);
   put_counts(line, score(utterances, hypotheses));
+  if (config.device.rfind("cuda", 0) == 0) {
+    // The default pool keeps what it reserved: its size after the run is
+    // the run's high-water mark of device memory (weights included).
+    const DeviceMemory memory = cuda_memory(0);
+    if (memory.reserved_bytes >= 0) {
+      line["device_pool_reserved_mib"] =
+          round3(static_cast<double>(memory.reserved_bytes) / 1048576.0);
+    }
+  }
   std::cout << line.dump() << std::endl;
   if (!options.no_baseline) run_peer(options, utterances, threads, audio_seconds / wall);
 }
@@ -189,6 +214,9 @@ void add_bench_whisper_command(CLI::App& bench) {
       ->add_option("--peer-compute-types", o.peer_compute_types,
                    "faster-whisper compute types, comma-separated")
       ->capture_default_str();
+  g_app->add_option("--peer-args", o.peer_args,
+                    "more arguments for the peer script, e.g. \"--device cuda --batch-size 16\" "
+                    "for bench/transformers_whisper_bench.py");
   g_app->add_option("--baseline-python", o.baseline_python,
                     "python with faster-whisper (default: .venv/bin/python if present)");
   g_app->add_option("--baseline-script", o.baseline_script, "the peer script")

@@ -1,0 +1,90 @@
+#!/usr/bin/env bash
+# One device run of Whisper on CUDA (the figures in bench/README.md "Whisper
+# on the GPU"), on an H100/H200:
+#   1. the CUDA tests: the KV cache's device stores equal the host float32
+#      store bit for bit; the search with its candidates ranked on the
+#      device against HF generate() (the whisper_search oracle) and the
+#      ranking op against its CPU body; tiny.en served on CUDA in float32 /
+#      float16 / bfloat16 against transformers' logits (the
+#      whisper_model_tiny_en oracle). ORACLE_DIR holds the two oracles'
+#      folders as the build machine's ctest wrote them: search/ and
+#      model_tiny_en/;
+#   2. `oasr eval --output-format json` on MANIFEST per configuration
+#      (hypotheses included, so they can be compared with the CPU's);
+#   3. `oasr bench whisper` at batch 1 and 16, greedy and 5 beams, float16 /
+#      int8_w8a8 / fp8_w8a8 / the fp8 KV cache, with transformers on the same weights and audio
+#      in the same run (bench/transformers_whisper_bench.py: SDPA, eager,
+#      torch.compile with a static cache in the default mode and with
+#      mode="reduce-overhead").
+# Usage: bench/whisper_cuda.sh BIN_DIR MODEL_DIR MANIFEST ORACLE_DIR OUT [steps, default 123]
+#   BIN_DIR holds oasr, whisper_kv_cache, whisper_search and whisper_model_tiny_en; MODEL_DIR
+#   the Hugging Face directory `oasr convert` wrote (the oracle's metadata
+#   names its path); OUT receives the logs and JSON lines.
+set -uo pipefail
+bin=$1
+model=$2
+manifest=$3
+oracle=$4
+out=$5
+steps=${6:-123}
+utterances=${UTTERANCES:-40}
+mkdir -p "$out"
+want() { [[ $steps == *$1* ]]; }
+
+if want 1; then
+  {
+    "$bin/whisper_kv_cache" --gtest_brief=1 --gtest_filter='*Device*'
+    OASR_ORACLE_DIR=$oracle/search "$bin/whisper_search" --gtest_brief=1
+    OASR_ORACLE_DIR=$oracle/model_tiny_en "$bin/whisper_model_tiny_en" --gtest_brief=1
+  } 2>&1 | tee "$out/tests.log"
+fi
+
+if want 2; then
+  run_eval() {  # name, then flags
+    local name=$1
+    shift
+    local start=$SECONDS
+    "$bin/oasr" eval --ckpt-dir "$model" --manifest "$manifest" --output-format json "$@" \
+      > "$out/eval_$name.json" 2> "$out/eval_$name.err"
+    echo "eval $name: exit $? in $((SECONDS - start)) s: $(head -c 300 "$out/eval_$name.json")"
+  }
+  run_eval cuda_fp32_greedy --device cuda --dtype float32
+  run_eval cuda_fp16_greedy --device cuda --dtype float16
+  run_eval cuda_bf16_greedy --device cuda --dtype bfloat16
+  run_eval cuda_fp16_beam5 --device cuda --dtype float16 --decode-method beam_search
+  run_eval cuda_fp16_greedy_timestamps --device cuda --dtype float16 --timestamps
+  run_eval cuda_int8_greedy --device cuda --dtype float16 --quantization int8_w8a8
+  run_eval cuda_fp8_greedy --device cuda --dtype float16 --quantization fp8_w8a8
+  run_eval cuda_fp16_greedy_kv_fp8 --device cuda --dtype float16 \
+    --quantization-option kv_cache=fp8_e4m3
+  run_eval cuda_fp16_beam5_kv_fp8 --device cuda --dtype float16 --decode-method beam_search \
+    --quantization-option kv_cache=fp8_e4m3
+  run_eval cuda_fp32_greedy_batch1 --device cuda --dtype float32 --max-batch-size 1
+fi
+
+if want 3; then
+  peer=(--baseline-python "${PYTHON:-python3}" --baseline-script bench/transformers_whisper_bench.py
+        --peer-model-dir "$model" --peer-compute-types float16)
+  for batch in 16 1; do
+    for method in greedy_search beam_search; do
+      beams=1
+      [[ $method == beam_search ]] && beams=5
+      compile=none
+      # reduce-overhead last: where it crashes the peer, the others are in.
+      [[ $method == greedy_search ]] && compile=none,default,reduce-overhead
+      for scheme in none int8_w8a8 fp8_w8a8 kv_fp8; do
+        quant=()
+        baseline=("${peer[@]}" "--peer-args=--device cuda --batch-size $batch --num-beams $beams --compile $compile")
+        case $scheme in
+          none) ;;
+          kv_fp8) quant=(--quantization-option kv_cache=fp8_e4m3) && baseline=(--no-baseline) ;;
+          *) quant=(--quantization "$scheme") && baseline=(--no-baseline) ;;
+        esac
+        "$bin/oasr" bench whisper --ckpt-dir "$model" --manifest "$manifest" \
+          --utterances "$utterances" --warmup 2 --device cuda --dtype float16 \
+          --max-batch-size "$batch" --decode-method "$method" "${quant[@]}" "${baseline[@]}" \
+          2>> "$out/bench.err" | tee -a "$out/bench.jsonl"
+      done
+    done
+  done
+fi
