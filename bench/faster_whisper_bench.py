@@ -24,6 +24,8 @@ import json
 import sys
 import time
 
+from peer_audio_list import read_audio_list
+
 
 def main():
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
@@ -43,17 +45,7 @@ def main():
               "`.venv/bin/pip install faster-whisper==1.2.1`", file=sys.stderr)
         return 3
 
-    items = []
-    with open(args.audio_list, encoding="utf-8") as f:
-        for number, line in enumerate(f, 1):
-            line = line.rstrip("\n")
-            if not line:
-                continue
-            parts = line.split("\t")
-            if len(parts) != 2:
-                print(f"{args.audio_list}:{number}: expected 'id<TAB>path'", file=sys.stderr)
-                return 2
-            items.append(parts)
+    items = read_audio_list(args.audio_list)
     # Decoded once up front (both sides time transcription, not file decoding).
     audio = [(utt, decode_audio(path, sampling_rate=16000)) for utt, path in items]
     audio_seconds = sum(len(samples) for _, samples in audio) / 16000.0

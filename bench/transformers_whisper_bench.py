@@ -31,6 +31,8 @@ import wave
 
 import numpy as np
 
+from peer_audio_list import read_audio_list
+
 
 def read_wav(path):
     with wave.open(path, "rb") as f:
@@ -66,17 +68,7 @@ def main():
 
     if args.threads > 0:
         torch.set_num_threads(args.threads)
-    items = []
-    with open(args.audio_list, encoding="utf-8") as f:
-        for number, line in enumerate(f, 1):
-            line = line.rstrip("\n")
-            if not line:
-                continue
-            parts = line.split("\t")
-            if len(parts) != 2:
-                print(f"{args.audio_list}:{number}: expected 'id<TAB>path'", file=sys.stderr)
-                return 2
-            items.append(parts)
+    items = read_audio_list(args.audio_list)
     audio = []
     for utt, path in items:
         samples, rate = read_wav(path)

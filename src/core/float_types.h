@@ -10,6 +10,7 @@
 //                  cvt.rn.satfinite); NaN becomes 0x7F.
 #pragma once
 
+#include <cmath>
 #include <cstdint>
 
 #include "core/hd.h"
@@ -110,11 +111,34 @@ OASR_HD inline float e4m3_bits_to_f32(uint8_t b) {
   return bits_float(sign | ((exponent + 120u) << 23) | (mantissa << 20));
 }
 
-OASR_HD inline float to_float(Half h) { return f16_bits_to_f32(h.bits); }
-OASR_HD inline float to_float(BFloat16 b) { return bf16_bits_to_f32(b.bits); }
-OASR_HD inline float to_float(Float8E4M3 f) { return e4m3_bits_to_f32(f.bits); }
-OASR_HD inline Half to_half(float v) { return Half{f32_to_f16_bits(v)}; }
-OASR_HD inline BFloat16 to_bfloat16(float v) { return BFloat16{f32_to_bf16_bits(v)}; }
-OASR_HD inline Float8E4M3 to_e4m3(float v) { return Float8E4M3{f32_to_e4m3_bits(v)}; }
+// The fp8 KV cache's per-vector scale (ops/kv_fp8.h): the smallest power
+// of two 2^k with amax <= 448 * 2^k, 1 for amax 0. amax = m 2^e with m in
+// [0.5, 1) and 448 = 0.875 2^9, so k = e - 9 when m <= 0.875, else e - 8.
+// One body for the CPU and CUDA sides, so both pick the same scale.
+OASR_HD inline float e4m3_pow2_scale(float amax) {
+  if (!(amax > 0.0f)) return 1.0f;
+  int e = 0;
+  const float m = frexpf(amax, &e);
+  return ldexpf(1.0f, m <= 0.875f ? e - 9 : e - 8);
+}
+
+OASR_HD inline float to_float(Half h) {
+  return f16_bits_to_f32(h.bits);
+}
+OASR_HD inline float to_float(BFloat16 b) {
+  return bf16_bits_to_f32(b.bits);
+}
+OASR_HD inline float to_float(Float8E4M3 f) {
+  return e4m3_bits_to_f32(f.bits);
+}
+OASR_HD inline Half to_half(float v) {
+  return Half{f32_to_f16_bits(v)};
+}
+OASR_HD inline BFloat16 to_bfloat16(float v) {
+  return BFloat16{f32_to_bf16_bits(v)};
+}
+OASR_HD inline Float8E4M3 to_e4m3(float v) {
+  return Float8E4M3{f32_to_e4m3_bits(v)};
+}
 
 }  // namespace oasr

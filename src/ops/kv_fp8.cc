@@ -12,15 +12,6 @@
 
 namespace oasr::ops {
 
-float pow2_e4m3_scale(float amax) {
-  if (!(amax > 0.0f)) return 1.0f;
-  // amax = m 2^e with m in [0.5, 1); 448 = 0.875 2^9. amax <= 448 2^k holds
-  // from k = e - 9 when m <= 0.875, else from k = e - 8.
-  int e = 0;
-  const float m = std::frexp(amax, &e);
-  return std::ldexp(1.0f, m <= 0.875f ? e - 9 : e - 8);
-}
-
 Pow2E4m3 quantize_pow2_e4m3(const Tensor& x) {
   constexpr const char* kOp = "quantize_pow2_e4m3";
   detail::check_defined(kOp, "x", x);
@@ -43,7 +34,7 @@ Pow2E4m3 quantize_pow2_e4m3(const Tensor& x) {
   for (int64_t i = 0; i < n; ++i) {
     float amax = 0.0f;
     for (int64_t j = 0; j < d; ++j) amax = std::max(amax, std::fabs(src[i * d + j]));
-    const float scale = pow2_e4m3_scale(amax);
+    const float scale = e4m3_pow2_scale(amax);
     scales[i] = scale;
     for (int64_t j = 0; j < d; ++j) codes[i * d + j] = f32_to_e4m3_bits(src[i * d + j] / scale);
   }

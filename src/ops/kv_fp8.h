@@ -11,7 +11,7 @@
 // exact in float32, so x' is the only rounding after the e4m3 one: the
 // dequantized cache is a pure function of the codes and scales, and the
 // CPU and CUDA bodies (core/float_types.h's conversions on both) give the
-// same bits.
+// same bits (the scale is core/float_types.h's e4m3_pow2_scale).
 #pragma once
 
 #include <cstdint>
@@ -30,8 +30,5 @@ Pow2E4m3 quantize_pow2_e4m3(const Tensor& x);
 
 // codes uint8 [N, D] and scales float32 [N] on one device -> [N, D] of `dtype`.
 Tensor dequantize_pow2_e4m3(const Tensor& codes, const Tensor& scales, DType dtype);
-
-// The scale above for a vector's amax.
-float pow2_e4m3_scale(float amax);
 
 }  // namespace oasr::ops

@@ -6,6 +6,7 @@
 
 #include <cmath>
 #include <cstring>
+#include <functional>
 #include <random>
 #include <string>
 #include <utility>
@@ -197,6 +198,48 @@ TEST(WhisperKvCache, RetainRowsKeepsTheChosenRowsInOrder) {
   expect_error([&] { other.retain_rows(std::vector<int64_t>{0, 3}); }, "strictly ascending");
 }
 
+// `other` reads what `reference` (a host float32 cache) reads, rounded to
+// `dtype`, bit for bit, with the dtype and device it was made with.
+void expect_reads_equal(const KvCache& reference, const KvCache& other, DType dtype, Device device,
+                        const char* when) {
+  ASSERT_EQ(other.rows(), reference.rows()) << when;
+  ASSERT_EQ(other.length(), reference.length()) << when;
+  for (int64_t layer = 0; layer < reference.layout().layers; ++layer) {
+    const KvCache::View want = reference.read(layer);
+    const KvCache::View got = other.read(layer);
+    EXPECT_EQ(got.keys.dtype(), dtype);
+    EXPECT_EQ(got.keys.device(), device);
+    for (const auto& [w, g] :
+         {std::pair{want.keys, got.keys}, std::pair{want.values, got.values}}) {
+      const Tensor host = g.to(Device::cpu()).to(DType::kF32).contiguous();
+      const Tensor expected = w.to(dtype).to(DType::kF32).contiguous();
+      ASSERT_EQ(host.shape(), expected.shape()) << when;
+      EXPECT_EQ(std::memcmp(host.data<float>(), expected.data<float>(), expected.nbytes()), 0)
+          << when << ", layer " << layer << ", " << dtype_name(dtype) << " on " << device.str();
+    }
+  }
+}
+
+// The script both store comparisons run: a prompt, a beam reorder, a
+// retain and more appends, the reads compared after each.
+void run_beam_script(KvCache& reference, KvCache& other, DType dtype, Device device,
+                     const std::function<void(int64_t)>& step) {
+  step(2);
+  expect_reads_equal(reference, other, dtype, device, "after the prompt");
+  step(1);
+  const std::vector<int64_t> beams = {3, 0, 0, 2};
+  reference.reorder_rows(beams);
+  other.reorder_rows(beams);
+  expect_reads_equal(reference, other, dtype, device, "after a reorder");
+  step(1);
+  const std::vector<int64_t> kept = {1, 3};
+  reference.retain_rows(kept);
+  other.retain_rows(kept);
+  expect_reads_equal(reference, other, dtype, device, "after a retain");
+  step(2);
+  expect_reads_equal(reference, other, dtype, device, "after appends to the kept rows");
+}
+
 // Every other store (float16 on the host: the tensor-copy path, checked on
 // any machine; float32 / float16 / bfloat16 on a CUDA device where one is
 // visible) holds exactly what the host float32 store holds through appends,
@@ -230,37 +273,7 @@ void expect_store_matches_host_f32(DType dtype, Device device) {
     reference.commit();
     other.commit();
   };
-  auto expect_same = [&](const char* when) {
-    ASSERT_EQ(other.rows(), reference.rows()) << when;
-    ASSERT_EQ(other.length(), reference.length()) << when;
-    for (int64_t layer = 0; layer < l.layers; ++layer) {
-      const KvCache::View want = reference.read(layer);
-      const KvCache::View got = other.read(layer);
-      EXPECT_EQ(got.keys.dtype(), dtype);
-      EXPECT_EQ(got.keys.device(), device);
-      for (const auto& [w, g] :
-           {std::pair{want.keys, got.keys}, std::pair{want.values, got.values}}) {
-        const Tensor host = g.to(Device::cpu()).to(DType::kF32).contiguous();
-        ASSERT_EQ(host.shape(), w.shape()) << when;
-        EXPECT_EQ(std::memcmp(host.data<float>(), w.data<float>(), w.nbytes()), 0)
-            << when << ", layer " << layer << ", " << dtype_name(dtype) << " on " << device.str();
-      }
-    }
-  };
-  step(2);
-  expect_same("after the prompt");
-  step(1);
-  const std::vector<int64_t> beams = {3, 0, 0, 2};
-  reference.reorder_rows(beams);
-  other.reorder_rows(beams);
-  expect_same("after a reorder");
-  step(1);
-  const std::vector<int64_t> kept = {1, 3};
-  reference.retain_rows(kept);
-  other.retain_rows(kept);
-  expect_same("after a retain");
-  step(2);
-  expect_same("after appends to the kept rows");
+  run_beam_script(reference, other, dtype, device, step);
   EXPECT_EQ(other.bytes(), reference.bytes() / static_cast<int64_t>(sizeof(float)) *
                                static_cast<int64_t>(dtype_size(dtype)));
 }
@@ -360,37 +373,7 @@ void expect_fp8_store_matches_round_trip(DType dtype, Device device) {
     reference.commit();
     fp8.commit();
   };
-  auto expect_same = [&](const char* when) {
-    ASSERT_EQ(fp8.rows(), reference.rows()) << when;
-    for (int64_t layer = 0; layer < l.layers; ++layer) {
-      const KvCache::View want = reference.read(layer);
-      const KvCache::View got = fp8.read(layer);
-      EXPECT_EQ(got.keys.dtype(), dtype);
-      EXPECT_EQ(got.keys.device(), device);
-      for (const auto& [w, g] :
-           {std::pair{want.keys, got.keys}, std::pair{want.values, got.values}}) {
-        const Tensor host = g.to(Device::cpu()).to(DType::kF32).contiguous();
-        const Tensor expected = w.to(dtype).to(DType::kF32).contiguous();
-        ASSERT_EQ(host.shape(), expected.shape()) << when;
-        EXPECT_EQ(std::memcmp(host.data<float>(), expected.data<float>(), expected.nbytes()), 0)
-            << when << ", layer " << layer << ", " << dtype_name(dtype) << " on " << device.str();
-      }
-    }
-  };
-  step(2);
-  expect_same("after the prompt");
-  step(1);
-  const std::vector<int64_t> beams = {3, 0, 0, 2};
-  reference.reorder_rows(beams);
-  fp8.reorder_rows(beams);
-  expect_same("after a reorder");
-  step(1);
-  const std::vector<int64_t> kept = {1, 3};
-  reference.retain_rows(kept);
-  fp8.retain_rows(kept);
-  expect_same("after a retain");
-  step(2);
-  expect_same("after appends to the kept rows");
+  run_beam_script(reference, fp8, dtype, device, step);
   // One byte an element plus one float32 scale per head_dim elements.
   const int64_t elements = reference.bytes() / static_cast<int64_t>(sizeof(float));
   EXPECT_EQ(fp8.bytes(), elements + elements / l.head_dim * 4);

@@ -6,13 +6,6 @@
 namespace oasr::ops::cuda {
 namespace {
 
-__device__ __forceinline__ float pow2_scale(float amax) {
-  if (!(amax > 0.0f)) return 1.0f;
-  int e = 0;
-  const float m = frexpf(amax, &e);
-  return ldexpf(1.0f, m <= 0.875f ? e - 9 : e - 8);
-}
-
 template <typename T>
 __global__ void quantize_kernel(const T* x, int64_t n, int64_t d, uint8_t* codes, float* scales) {
   for (int64_t i = blockIdx.x * static_cast<int64_t>(blockDim.x) + threadIdx.x; i < n;
@@ -20,7 +13,7 @@ __global__ void quantize_kernel(const T* x, int64_t n, int64_t d, uint8_t* codes
     const T* row = x + i * d;
     float amax = 0.0f;
     for (int64_t j = 0; j < d; ++j) amax = fmaxf(amax, fabsf(to_float(row[j])));
-    const float scale = pow2_scale(amax);
+    const float scale = e4m3_pow2_scale(amax);
     scales[i] = scale;
     for (int64_t j = 0; j < d; ++j) {
       codes[i * d + j] = f32_to_e4m3_bits(__fdiv_rn(to_float(row[j]), scale));
