@@ -13,7 +13,8 @@ const std::vector<Variable>& known_variables() {
       {"OASR_SCALED_MM_BACKEND", "auto|native|mma_sync|cublaslt: the 8-bit GEMM lane"},
       {"OASR_QUANT_FUSION", "0 disarms every fused quantize producer (A/B attribution)"},
       {"OASR_FUSED_ATTENTION",
-       "0 runs the CUDA encoder's self-attention unfused (products, softmax, copies; A/B)"},
+       "0 runs the CUDA attention unfused (products, softmax, copies; A/B): the encoder's "
+       "self-attention and the decoder's cached and cross-attention"},
       {"OASR_CUDA_GRAPHS",
        "0 runs the CUDA encoder eagerly, never recording or replaying a CUDA graph (A/B)"},
       {"OASR_CPU_ISA",

@@ -34,8 +34,10 @@ std::string get_choice(const std::string& name, const std::vector<std::string>& 
 bool quant_fusion_enabled();
 
 // OASR_FUSED_ATTENTION (default on): whether the CUDA encoder's relative-
-// position self-attention runs as one kernel (ops/attention.h). 0 runs the
-// unfused products, softmax and head copies, for A/B timing and accuracy.
+// position self-attention (ops/attention.h) and an autoregressive decoder's
+// cached self- and cross-attention (ops/cached_attention.h) run as one
+// kernel each. 0 runs the unfused products, softmax and head copies, for A/B
+// timing and accuracy.
 bool fused_attention_enabled();
 
 // OASR_CUDA_GRAPHS (default on): whether the CUDA encoder records a CUDA

@@ -6,6 +6,7 @@
 #include "core/env.h"
 #include "core/error.h"
 #include "ops/attention.h"
+#include "ops/cached_attention.h"
 #include "ops/concat.h"
 #include "ops/elementwise.h"
 #include "ops/embedding.h"
@@ -218,11 +219,39 @@ Tensor MultiHeadAttention::forward(const GemmInput& query, const GemmInput& memo
   return out_->forward(context);
 }
 
+Tensor MultiHeadAttention::in_place_attention(const Tensor& q, const Tensor& keys,
+                                              const Tensor& values, const Tensor& key_scales,
+                                              const Tensor& value_scales, int64_t key_count,
+                                              bool causal) const {
+  if (!q.device().is_cuda() || !env::fused_attention_enabled() ||
+      scaling_ != ScoreScaling::kQuery) {
+    return Tensor();
+  }
+  const ops::CachedAttentionInputs in{q.view({q.size(0), q.size(1), heads_, head_dim_}),
+                                      keys,
+                                      values,
+                                      key_scales,
+                                      value_scales,
+                                      key_count,
+                                      causal};
+  if (!ops::cached_attention_fusable(in)) return Tensor();
+  return out_->forward(ops::cached_attention(in));
+}
+
 Tensor MultiHeadAttention::forward_cached(const Tensor& x, KvCache& cache, int64_t layer) const {
   check_input(x.shape(), "input");
   const int64_t steps = x.size(1);
   // [R, n, D] is already the cache's [row][token][head][head_dim] order.
   cache.append(layer, key_->forward(x), value_->forward(x));
+  const Tensor q = project_query(x);
+  if (x.device().is_cuda()) {
+    // The kernel reads the store where it is (e4m3 codes included): no copy
+    // of the cache per step (ops/cached_attention.h).
+    const KvCache::Stored s = cache.stored(layer);
+    const Tensor fused = in_place_attention(q, s.keys, s.values, s.key_scales, s.value_scales,
+                                            cache.tokens(layer), true);
+    if (fused.defined()) return fused;
+  }
   const KvCache::View kv = cache.read(layer);
   const int64_t keys = kv.keys.size(2);
   Tensor mask;
@@ -236,7 +265,7 @@ Tensor MultiHeadAttention::forward_cached(const Tensor& x, KvCache& cache, int64
     }
     mask = mask.to(x.device());
   }
-  return out_->forward(context(split_heads(project_query(x), heads_), kv.keys, kv.values, mask));
+  return out_->forward(context(split_heads(q, heads_), kv.keys, kv.values, mask));
 }
 
 std::pair<Tensor, Tensor> MultiHeadAttention::project_memory(const GemmInput& memory) const {
@@ -265,7 +294,6 @@ Tensor MultiHeadAttention::forward_cross(const Tensor& x, const Tensor& keys, co
     identity = identity && b == r;
   }
   const Tensor q = project_query(x);  // [R, n, D]
-  if (identity) return out_->forward(context(split_heads(q, heads_), keys, values, Tensor()));
   // Beam search's layout: rows b * m .. b * m + m - 1 read memory row b, for
   // every b. The m rows' queries of a memory row are consecutive in q, so
   // [R, n, D] is [B, m * n, D] as it is: one attention call, no copy.
@@ -274,6 +302,13 @@ Tensor MultiHeadAttention::forward_cross(const Tensor& x, const Tensor& keys, co
   for (int64_t r = 0; folded && r < rows; ++r) {
     folded = cross_rows[static_cast<size_t>(r)] == r / per_row;
   }
+  if (folded && q.device().is_cuda()) {
+    // Row r reads memory row r / per_row: the in-place kernel's own mapping.
+    const Tensor fused = in_place_attention(q, keys.transpose(1, 2), values.transpose(1, 2),
+                                            Tensor(), Tensor(), keys.size(2), false);
+    if (fused.defined()) return fused;
+  }
+  if (identity) return out_->forward(context(split_heads(q, heads_), keys, values, Tensor()));
   if (folded) {
     const Tensor grouped = q.contiguous().view({memory_rows, per_row * steps, dim_});
     const Tensor out = context(split_heads(grouped, heads_), keys, values, Tensor());

@@ -93,6 +93,14 @@ class MultiHeadAttention : public Module {
   void use_row_dot_projections(bool memory_too);
 
  protected:
+  // ops::cached_attention of q [R, n, D] over keys / values [B, T, H, d]
+  // (e4m3 codes with their scales, or undefined scales) through the output
+  // projection, where it serves them (CUDA, the score scale in the query,
+  // OASR_FUSED_ATTENTION on, the kernel's shapes); else undefined, and the
+  // caller runs the unfused products.
+  Tensor in_place_attention(const Tensor& q, const Tensor& keys, const Tensor& values,
+                            const Tensor& key_scales, const Tensor& value_scales, int64_t key_count,
+                            bool causal) const;
   // The query projection, times the score scale where the spec puts it
   // there: [B, T, D].
   Tensor project_query(const GemmInput& x) const;

@@ -66,6 +66,16 @@ Tensor KvCache::served_tokens(const Tensor& store, const Tensor& scales, int64_t
       .view({layout_.rows, count, layout_.heads, layout_.head_dim});
 }
 
+KvCache::Stored KvCache::stored(int64_t layer) const {
+  check_layer(layer, "stored");
+  Stored out{layer_view(keys_, layer), layer_view(values_, layer), Tensor(), Tensor()};
+  if (layout_.fp8) {
+    out.key_scales = layer_view(key_scales_, layer);
+    out.value_scales = layer_view(value_scales_, layer);
+  }
+  return out;
+}
+
 int64_t KvCache::bytes() const {
   int64_t total = static_cast<int64_t>(keys_.nbytes() + values_.nbytes());
   if (layout_.fp8) total += static_cast<int64_t>(key_scales_.nbytes() + value_scales_.nbytes());
@@ -110,12 +120,10 @@ void KvCache::append(int64_t layer, const Tensor& keys, const Tensor& values) {
   if (n == 0) return;
   if (layout_.fp8) {
     const Shape shape = {rows, n, layout_.heads, layout_.head_dim};
-    const Shape scale_shape = {rows, n, layout_.heads, 1};
     for (auto [x, store, scales] :
          {std::tuple{&keys, &keys_, &key_scales_}, std::tuple{&values, &values_, &value_scales_}}) {
-      const ops::Pow2E4m3 q = ops::quantize_pow2_e4m3(x->reshape({-1, layout_.head_dim}));
-      layer_view(*store, layer).narrow(1, start, n).copy_(q.codes.view(shape));
-      layer_view(*scales, layer).narrow(1, start, n).copy_(q.scales.view(scale_shape));
+      ops::quantize_pow2_e4m3_into(x->reshape(shape), layer_view(*store, layer).narrow(1, start, n),
+                                   layer_view(*scales, layer).narrow(1, start, n));
     }
     layer_tokens_[static_cast<size_t>(layer)] = start + n;
     return;

@@ -82,6 +82,19 @@ class KvCache {
   View read(int64_t layer) const;
   int64_t tokens(int64_t layer) const;  // committed + appended this step
 
+  // The layer's storage as it is, for attention that reads it in place
+  // (ops/cached_attention.h) instead of read()'s copy: keys and values
+  // [rows, capacity, heads, head_dim] in the served dtype, or uint8 e4m3
+  // codes with float32 scales [rows, capacity, heads, 1] (undefined for a
+  // served-dtype store). Tokens [0, tokens(layer)) hold data.
+  struct Stored {
+    Tensor keys;
+    Tensor values;
+    Tensor key_scales;
+    Tensor value_scales;
+  };
+  Stored stored(int64_t layer) const;
+
   // Ends a step: every layer must hold the same number of tokens; length()
   // becomes that number.
   void commit();

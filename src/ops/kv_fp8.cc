@@ -41,6 +41,42 @@ Pow2E4m3 quantize_pow2_e4m3(const Tensor& x) {
   return out;
 }
 
+void quantize_pow2_e4m3_into(const Tensor& x, Tensor codes, Tensor scales) {
+  constexpr const char* kOp = "quantize_pow2_e4m3_into";
+  detail::check_defined(kOp, "x", x);
+  detail::check_defined(kOp, "codes", codes);
+  detail::check_defined(kOp, "scales", scales);
+  const Device device =
+      detail::serving_device(kOp, {{"x", x}, {"codes", codes}, {"scales", scales}});
+  detail::check_rank(kOp, "x", x, 4);
+  const Shape& shape = x.shape();
+  const int64_t heads = shape[2];
+  const int64_t d = shape[3];
+  const auto& cs = codes.strides();
+  const auto& ss = scales.strides();
+  OASR_CHECK(codes.dtype() == DType::kU8 && codes.shape() == shape &&
+                 scales.dtype() == DType::kF32 &&
+                 scales.shape() == Shape({shape[0], shape[1], heads, 1}),
+             kInvalidArgument, kOp, ": codes must be uint8 ", shape_str(shape),
+             " and scales float32 [", shape[0], ", ", shape[1], ", ", heads, ", 1], got ",
+             dtype_name(codes.dtype()), " ", shape_str(codes.shape()), " and ",
+             dtype_name(scales.dtype()), " ", shape_str(scales.shape()));
+  OASR_CHECK(cs[3] == 1 && cs[2] == d && cs[1] == heads * d && ss[2] == 1 && ss[1] == heads,
+             kInvalidArgument, kOp,
+             ": each row's vectors must be contiguous in codes and scales (strides [*, ", heads * d,
+             ", ", d, ", 1] and [*, ", heads, ", 1, *])");
+#if OASR_WITH_CUDA
+  if (device.is_cuda()) {
+    detail::check_float(kOp, "x", x, device);
+    cuda::quantize_pow2_e4m3_rows(x.contiguous(), codes, scales);
+    return;
+  }
+#endif
+  const Pow2E4m3 q = quantize_pow2_e4m3(x.reshape({-1, d}));
+  codes.copy_(q.codes.view(shape));
+  scales.copy_(q.scales.view(scales.shape()));
+}
+
 Tensor dequantize_pow2_e4m3(const Tensor& codes, const Tensor& scales, DType dtype) {
   constexpr const char* kOp = "dequantize_pow2_e4m3";
   detail::check_defined(kOp, "codes", codes);

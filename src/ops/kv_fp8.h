@@ -28,6 +28,13 @@ struct Pow2E4m3 {
 // x: [N, D] float32 (CPU) or float32 / float16 / bfloat16 (CUDA).
 Pow2E4m3 quantize_pow2_e4m3(const Tensor& x);
 
+// quantize_pow2_e4m3 written straight into a store's slots (the KV cache's
+// append): x [R, n, H, D] (any strides) into codes, a uint8 view [R, n, H, D],
+// and scales, a float32 view [R, n, H, 1], whose rows may be strided but
+// each row's n * H vectors are contiguous. The same bits as
+// quantize_pow2_e4m3 followed by two copies, in one kernel on CUDA.
+void quantize_pow2_e4m3_into(const Tensor& x, Tensor codes, Tensor scales);
+
 // codes uint8 [N, D] and scales float32 [N] on one device -> [N, D] of `dtype`.
 Tensor dequantize_pow2_e4m3(const Tensor& codes, const Tensor& scales, DType dtype);
 

@@ -6,19 +6,34 @@
 namespace oasr::ops::cuda {
 namespace {
 
+// Vector i of x (contiguous, d elements each) is vector i % per_row of row
+// i / per_row in codes / scales, whose rows start every codes_row /
+// scales_row elements (per_row * d and per_row for contiguous outputs).
 template <typename T>
-__global__ void quantize_kernel(const T* x, int64_t n, int64_t d, uint8_t* codes, float* scales) {
+__global__ void quantize_kernel(const T* x, int64_t n, int64_t d, int64_t per_row,
+                                int64_t codes_row, int64_t scales_row, uint8_t* codes,
+                                float* scales) {
   for (int64_t i = blockIdx.x * static_cast<int64_t>(blockDim.x) + threadIdx.x; i < n;
        i += static_cast<int64_t>(gridDim.x) * blockDim.x) {
-    const T* row = x + i * d;
+    const T* vector = x + i * d;
     float amax = 0.0f;
-    for (int64_t j = 0; j < d; ++j) amax = fmaxf(amax, fabsf(to_float(row[j])));
+    for (int64_t j = 0; j < d; ++j) amax = fmaxf(amax, fabsf(to_float(vector[j])));
     const float scale = e4m3_pow2_scale(amax);
-    scales[i] = scale;
-    for (int64_t j = 0; j < d; ++j) {
-      codes[i * d + j] = f32_to_e4m3_bits(__fdiv_rn(to_float(row[j]), scale));
-    }
+    const int64_t row = i / per_row;
+    const int64_t slot = i % per_row;
+    scales[row * scales_row + slot] = scale;
+    uint8_t* out = codes + row * codes_row + slot * d;
+    for (int64_t j = 0; j < d; ++j)
+      out[j] = f32_to_e4m3_bits(__fdiv_rn(to_float(vector[j]), scale));
   }
+}
+
+template <typename T>
+void launch_quantize(const Tensor& x, int64_t n, int64_t d, int64_t per_row, int64_t codes_row,
+                     int64_t scales_row, const Tensor& codes, const Tensor& scales) {
+  quantize_kernel<T><<<grid_for(n), kThreadsPerBlock, 0, current_stream()>>>(
+      static_cast<const T*>(x.raw_data()), n, d, per_row, codes_row, scales_row,
+      static_cast<uint8_t*>(codes.raw_data()), static_cast<float*>(scales.raw_data()));
 }
 
 template <typename T>
@@ -39,10 +54,20 @@ void quantize_pow2_e4m3(const Tensor& x, const Tensor& codes, const Tensor& scal
   if (n == 0) return;
   use_device(x.device().index);
   dispatch_float(x.dtype(), "quantize_pow2_e4m3", [&](auto tag) {
-    using T = decltype(tag);
-    quantize_kernel<T><<<grid_for(n), kThreadsPerBlock, 0, current_stream()>>>(
-        static_cast<const T*>(x.raw_data()), n, d, static_cast<uint8_t*>(codes.raw_data()),
-        static_cast<float*>(scales.raw_data()));
+    launch_quantize<decltype(tag)>(x, n, d, n, n * d, n, codes, scales);
+  });
+  check_launch("quantize_pow2_e4m3");
+}
+
+void quantize_pow2_e4m3_rows(const Tensor& x, const Tensor& codes, const Tensor& scales) {
+  const int64_t d = x.size(3);
+  const int64_t per_row = x.size(1) * x.size(2);
+  const int64_t n = x.size(0) * per_row;
+  if (n == 0) return;
+  use_device(x.device().index);
+  dispatch_float(x.dtype(), "quantize_pow2_e4m3", [&](auto tag) {
+    launch_quantize<decltype(tag)>(x, n, d, per_row, codes.strides()[0], scales.strides()[0], codes,
+                                   scales);
   });
   check_launch("quantize_pow2_e4m3");
 }

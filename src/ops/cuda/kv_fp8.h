@@ -7,6 +7,9 @@
 namespace oasr::ops::cuda {
 
 void quantize_pow2_e4m3(const Tensor& x, const Tensor& codes, const Tensor& scales);
+// x contiguous [R, n, H, D]; codes / scales views whose rows (stride(0)) may
+// be strided, each row's n * H vectors contiguous.
+void quantize_pow2_e4m3_rows(const Tensor& x, const Tensor& codes, const Tensor& scales);
 void dequantize_pow2_e4m3(const Tensor& codes, const Tensor& scales, const Tensor& out);
 
 }  // namespace oasr::ops::cuda

@@ -1,0 +1,244 @@
+#include "ops/cached_attention.h"
+
+#include <algorithm>
+#include <array>
+#include <limits>
+#include <vector>
+
+#include "core/activations.h"
+#include "core/error.h"
+#include "core/float_types.h"
+#if OASR_WITH_CUDA
+#include "ops/cuda/cached_attention.h"
+#endif
+
+namespace oasr::ops {
+namespace {
+
+using act::exp_f32;
+using act::detail::add_rn;
+using act::detail::div_rn;
+using act::detail::fma_rn;
+using act::detail::mul_rn;
+using act::detail::sub_rn;
+
+constexpr int64_t kFusedHeadDim = 64;
+// The kernel keeps a query's scores in shared memory (under the 48 KiB a block gets without opting
+// in).
+constexpr int64_t kFusedMaxKeys = 12000;
+
+bool served(DType dtype) {
+  return dtype == DType::kF32 || dtype == DType::kF16 || dtype == DType::kBF16;
+}
+
+bool fp8(const CachedAttentionInputs& in) {
+  return in.keys.defined() && in.keys.dtype() == DType::kU8;
+}
+
+// float(x) of element `at` of a float32 / float16 / bfloat16 buffer.
+float load_served(const void* data, DType dtype, int64_t at) {
+  switch (dtype) {
+    case DType::kF16:
+      return f16_bits_to_f32(static_cast<const uint16_t*>(data)[at]);
+    case DType::kBF16:
+      return bf16_bits_to_f32(static_cast<const uint16_t*>(data)[at]);
+    default:
+      return static_cast<const float*>(data)[at];
+  }
+}
+
+// float(T(v)): v rounded to the served dtype and read back.
+float round_to(float v, DType dtype) {
+  switch (dtype) {
+    case DType::kF16:
+      return f16_bits_to_f32(f32_to_f16_bits(v));
+    case DType::kBF16:
+      return bf16_bits_to_f32(f32_to_bf16_bits(v));
+    default:
+      return v;
+  }
+}
+
+void store_served(void* data, DType dtype, int64_t at, float v) {
+  switch (dtype) {
+    case DType::kF16:
+      static_cast<uint16_t*>(data)[at] = f32_to_f16_bits(v);
+      return;
+    case DType::kBF16:
+      static_cast<uint16_t*>(data)[at] = f32_to_bf16_bits(v);
+      return;
+    default:
+      static_cast<float*>(data)[at] = v;
+  }
+}
+
+// k_jc / v_jc of the definition: a served element, or an e4m3 code times its
+// scale rounded to the served dtype (the dequantized store's value).
+struct Operand {
+  const Tensor& data;
+  const Tensor& scales;
+  DType served;
+  float at(int64_t b, int64_t j, int64_t h, int64_t c) const {
+    const auto& s = data.strides();
+    const int64_t offset = b * s[0] + j * s[1] + h * s[2] + c * s[3];
+    if (!scales.defined()) return load_served(data.raw_data(), served, offset);
+    const auto& ss = scales.strides();
+    const float scale = scales.data<float>()[b * ss[0] + j * ss[1] + h * ss[2]];
+    return round_to(mul_rn(e4m3_bits_to_f32(data.data<uint8_t>()[offset]), scale), served);
+  }
+};
+
+void cached_attention_cpu(const CachedAttentionInputs& in, Tensor& out) {
+  const Tensor& q = in.query;
+  const DType dtype = q.dtype();
+  const int64_t rows = q.size(0), n = q.size(1), heads = q.size(2), d = q.size(3);
+  const int64_t per_key_row = rows / in.keys.size(0);
+  const Operand keys{in.keys, in.key_scales, dtype};
+  const Operand values{in.values, in.value_scales, dtype};
+  const auto& qs = q.strides();
+  std::vector<float> query(static_cast<size_t>(d));
+  std::vector<float> e(static_cast<size_t>(in.key_count));
+  std::vector<float> a0(static_cast<size_t>(d)), a1(static_cast<size_t>(d));
+  for (int64_t r = 0; r < rows; ++r) {
+    const int64_t b = r / per_key_row;
+    for (int64_t i = 0; i < n; ++i) {
+      const int64_t seen = in.causal ? in.key_count - n + i + 1 : in.key_count;
+      for (int64_t h = 0; h < heads; ++h) {
+        for (int64_t c = 0; c < d; ++c) {
+          query[static_cast<size_t>(c)] =
+              load_served(q.raw_data(), dtype, r * qs[0] + i * qs[1] + h * qs[2] + c * qs[3]);
+        }
+        float m = -std::numeric_limits<float>::infinity();
+        for (int64_t j = 0; j < seen; ++j) {
+          float s = 0.0f;
+          for (int64_t c = 0; c < d; ++c) {
+            s = fma_rn(query[static_cast<size_t>(c)], keys.at(b, j, h, c), s);
+          }
+          e[static_cast<size_t>(j)] = s;
+          m = std::max(m, s);
+        }
+        std::array<float, 32> partial{};
+        for (int64_t j = 0; j < seen; ++j) {
+          e[static_cast<size_t>(j)] = exp_f32(sub_rn(e[static_cast<size_t>(j)], m));
+          partial[static_cast<size_t>(j % 32)] =
+              add_rn(partial[static_cast<size_t>(j % 32)], e[static_cast<size_t>(j)]);
+        }
+        for (size_t o = 16; o >= 1; o /= 2) {
+          std::array<float, 32> next{};
+          for (size_t l = 0; l < 32; ++l) next[l] = add_rn(partial[l], partial[l ^ o]);
+          partial = next;
+        }
+        std::fill(a0.begin(), a0.end(), 0.0f);
+        std::fill(a1.begin(), a1.end(), 0.0f);
+        for (int64_t j = 0; j < seen; ++j) {
+          std::vector<float>& a = j % 2 == 0 ? a0 : a1;
+          for (int64_t c = 0; c < d; ++c) {
+            a[static_cast<size_t>(c)] =
+                fma_rn(e[static_cast<size_t>(j)], values.at(b, j, h, c), a[static_cast<size_t>(c)]);
+          }
+        }
+        for (int64_t c = 0; c < d; ++c) {
+          const float sum = add_rn(a0[static_cast<size_t>(c)], a1[static_cast<size_t>(c)]);
+          store_served(out.raw_data(), dtype, ((r * n + i) * heads + h) * d + c,
+                       div_rn(sum, partial[0]));
+        }
+      }
+    }
+  }
+}
+
+bool aligned16(const Tensor& t) {
+  if (reinterpret_cast<uintptr_t>(t.raw_data()) % 16 != 0) return false;
+  const int64_t bytes = static_cast<int64_t>(dtype_size(t.dtype()));
+  for (int64_t dim = 0; dim + 1 < t.dim(); ++dim) {
+    if (t.size(dim) > 1 && (t.strides()[static_cast<size_t>(dim)] * bytes) % 16 != 0) {
+      return false;
+    }
+  }
+  return true;
+}
+
+}  // namespace
+
+std::string cached_attention_refusal(const CachedAttentionInputs& in) {
+  if (!in.query.defined() || !in.keys.defined() || !in.values.defined()) {
+    return "query, keys and values must be defined";
+  }
+  const Tensor& q = in.query;
+  if (!served(q.dtype())) return "the query must be float32, float16 or bfloat16";
+  if (q.dim() != 4 || in.keys.dim() != 4 || in.values.dim() != 4) {
+    return "query, keys and values must be [rows, steps, heads, head_dim]";
+  }
+  const int64_t rows = q.size(0), n = q.size(1), heads = q.size(2), d = q.size(3);
+  const int64_t key_rows = in.keys.size(0);
+  if (key_rows < 1 || rows % key_rows != 0) {
+    return "the query rows (" + std::to_string(rows) + ") must be a multiple of the key rows (" +
+           std::to_string(key_rows) + ")";
+  }
+  for (const Tensor* t : {&in.keys, &in.values}) {
+    if (t->size(0) != key_rows || t->size(2) != heads || t->size(3) != d ||
+        t->size(1) < in.key_count) {
+      return "keys and values must be [" + std::to_string(key_rows) +
+             ", >= " + std::to_string(in.key_count) + ", " + std::to_string(heads) + ", " +
+             std::to_string(d) + "], got " + shape_str(t->shape());
+    }
+    if (t->device() != q.device()) return "keys and values must be on the query's device";
+  }
+  if (in.key_count < 1 || (in.causal && in.key_count < n)) {
+    return "key_count (" + std::to_string(in.key_count) + ") must be at least 1" +
+           (in.causal ? " and at least the query steps (" + std::to_string(n) + ")" : "");
+  }
+  if (fp8(in)) {
+    if (in.values.dtype() != DType::kU8) return "keys and values must both be e4m3 codes";
+    for (const Tensor* s : {&in.key_scales, &in.value_scales}) {
+      if (!s->defined() || s->dtype() != DType::kF32 || s->dim() != 4 || s->size(0) != key_rows ||
+          s->size(1) < in.key_count || s->size(2) != heads || s->size(3) != 1 ||
+          s->device() != q.device()) {
+        return "an fp8 store needs float32 key_scales and value_scales [B, >= key_count, H, 1] "
+               "on the query's device";
+      }
+    }
+  } else {
+    if (in.keys.dtype() != q.dtype() || in.values.dtype() != q.dtype()) {
+      return "keys and values must be the query's dtype, or uint8 e4m3 codes with scales";
+    }
+    if (in.key_scales.defined() || in.value_scales.defined()) {
+      return "scales go with e4m3 codes only";
+    }
+  }
+  return {};
+}
+
+bool cached_attention_fusable(const CachedAttentionInputs& in) {
+  if (!cached_attention_refusal(in).empty() || !in.query.device().is_cuda()) return false;
+  if (in.query.size(3) != kFusedHeadDim || in.key_count > kFusedMaxKeys) return false;
+  if (in.query.size(1) > 65535 || in.query.size(0) > 65535 || in.query.size(2) > 65535) {
+    return false;
+  }
+  for (const Tensor* t : {&in.query, &in.keys, &in.values}) {
+    if (t->strides()[3] != 1 || !aligned16(*t)) return false;
+  }
+  return true;
+}
+
+Tensor cached_attention(const CachedAttentionInputs& in) {
+  const std::string why = cached_attention_refusal(in);
+  OASR_CHECK(why.empty(), kInvalidArgument, "cached_attention: ", why);
+  const Tensor& q = in.query;
+  Tensor out = Tensor::empty({q.size(0), q.size(1), q.size(2) * q.size(3)}, q.dtype(), q.device());
+  if (q.numel() == 0) return out;
+  if (q.device().is_cuda()) {
+    OASR_CHECK(cached_attention_fusable(in), kUnsupported,
+               "cached_attention: the CUDA kernel needs head_dim 64, 16-byte aligned rows with "
+               "head_dim contiguous and at most ",
+               kFusedMaxKeys, " keys; run the unfused attention for these inputs");
+#if OASR_WITH_CUDA
+    cuda::cached_attention(in, out);
+#endif
+    return out;
+  }
+  cached_attention_cpu(in, out);
+  return out;
+}
+
+}  // namespace oasr::ops

@@ -1,0 +1,63 @@
+// Attention of a decoder step's few queries over keys and values already in
+// memory (an autoregressive KV cache, or the encoder's projected memory), in
+// one pass that reads them where they are: no per-step copy of the cache into
+// [rows, heads, tokens, head_dim], no score matrix in memory, and, for the
+// fp8 KV cache (ops/kv_fp8.h), the e4m3 codes and their scales read directly.
+//
+// Definition, for query row r, head h, query i of n, and the keys it sees
+// (j in [0, L): L = key_count, or key_count - n + i + 1 when causal), all in
+// float32 with round-to-nearest (core/activations.h's fma_rn / add_rn / ...):
+//
+//   q_c     = float(query[r, i, h, c])
+//   k_jc    = float(keys[b, j, h, c])                       served dtype T
+//           = float(T(e4m3(code[b, j, h, c]) * scale[b, j, h]))  fp8 store: the value the
+//                                                           dequantized cache would hold
+//   s_j     = fma over c = 0, 1, ..., d-1 of q_c k_jc, from 0
+//   m       = max_j s_j
+//   e_j     = exp_f32(s_j - m)                             (core/activations.h, one body)
+//   sum     = 32 partial sums p_l over j = l, l + 32, ... in order, then
+//             p_l <- p_l + p_(l xor o) for o = 16, 8, 4, 2, 1; sum = p_0
+//   a_g,c   = fma over j = g, g + 2, g + 4, ... of e_j v_jc, from 0   (g = 0, 1)
+//   out[r, i, h, c] = T((a_0,c + a_1,c) / sum)
+//
+// with b = r / (R / B) the key row of query row r (beam search: the K beams of
+// an utterance read its one encoder row). The CPU body computes exactly this
+// and the CUDA body (ops/cuda/cached_attention.h) in the same order, so they
+// give the same bits; an fp8 store gives the same bits as the served-dtype
+// store that holds its dequantized values. Each (r, h, i) reads only its own
+// keys [0, L), so a row's result does not depend on its neighbours (batch
+// invariance).
+#pragma once
+
+#include <cstdint>
+#include <string>
+
+#include "core/tensor.h"
+
+namespace oasr::ops {
+
+struct CachedAttentionInputs {
+  Tensor query;         // [R, n, H, d] in the served dtype T (float32 / float16 / bfloat16),
+                        // already scaled; any strides with d contiguous
+  Tensor keys;          // [B, >= key_count, H, d]: T, or uint8 e4m3 codes with key_scales
+  Tensor values;        // same form as keys
+  Tensor key_scales;    // fp8: float32 [B, >= key_count, H, 1]; undefined otherwise
+  Tensor value_scales;  // same
+  int64_t key_count = 0;
+  bool causal = false;  // query i of n sits at position key_count - n + i
+};
+
+// Empty when the inputs follow the definition's shapes and dtypes, else the
+// first reason they do not.
+std::string cached_attention_refusal(const CachedAttentionInputs& in);
+
+// Whether the CUDA kernel serves `in` (CUDA, d = 64, 16-byte aligned rows,
+// key_count <= 12000): the decoder uses the unfused products otherwise.
+bool cached_attention_fusable(const CachedAttentionInputs& in);
+
+// The definition above as [R, n, H * d] in T (heads merged in order). CPU
+// (every dtype: the reference) or CUDA (where fusable); refuses anything else
+// naming the reason.
+Tensor cached_attention(const CachedAttentionInputs& in);
+
+}  // namespace oasr::ops

@@ -1,0 +1,186 @@
+#include "ops/cuda/cached_attention.h"
+
+#include <cfloat>
+
+#include "core/activations.h"
+#include "core/cuda/device_guard.h"
+#include "core/float_types.h"
+#include "ops/cuda/cuda_common.cuh"
+
+namespace oasr::ops::cuda {
+namespace {
+
+using act::exp_f32;
+using act::detail::add_rn;
+using act::detail::div_rn;
+using act::detail::fma_rn;
+using act::detail::mul_rn;
+using act::detail::sub_rn;
+
+constexpr int kHeadDim = 64;
+constexpr int kThreads = 128;
+constexpr int kWarps = kThreads / 32;
+constexpr int kColumnGroups = kThreads / kHeadDim;  // the definition's g = 0, 1
+static_assert(kColumnGroups == 2, "the definition sums columns in two interleaved groups");
+
+// Element (b, t, h, 0) of a [B, T, H, d] operand: data + b sb + t st + h sh.
+struct Operand {
+  const void* data = nullptr;
+  int64_t sb = 0, st = 0, sh = 0;
+};
+
+struct Args {
+  Operand query, keys, values, key_scales, value_scales;
+  void* out = nullptr;
+  int64_t per_key_row = 1;
+  int steps = 1;
+  int heads = 1;
+  int key_count = 0;
+  bool causal = false;
+};
+
+template <typename T>
+__device__ __forceinline__ const T* element(const Operand& o, int64_t b, int64_t t, int64_t h) {
+  return static_cast<const T*>(o.data) + b * o.sb + t * o.st + h * o.sh;
+}
+
+// The dequantized store's value: float(T(e4m3(code) * scale)).
+template <typename T>
+__device__ __forceinline__ float dequantized(uint8_t code, float scale) {
+  return to_float(from_float<T>(mul_rn(e4m3_bits_to_f32(code), scale)));
+}
+
+// s_j: one fma chain over the 64 dims of key row j, in order.
+template <typename T, bool kFp8>
+__device__ __forceinline__ float score(const Args& a, const float* query, int64_t b, int j, int h) {
+  float s = 0.0f;
+  if constexpr (kFp8) {
+    const float scale = *element<float>(a.key_scales, b, j, h);
+    const uint4* row = reinterpret_cast<const uint4*>(element<uint8_t>(a.keys, b, j, h));
+#pragma unroll
+    for (int v = 0; v < kHeadDim / 16; ++v) {
+      const uint4 chunk = row[v];
+      const uint8_t* codes = reinterpret_cast<const uint8_t*>(&chunk);
+#pragma unroll
+      for (int e = 0; e < 16; ++e)
+        s = fma_rn(query[v * 16 + e], dequantized<T>(codes[e], scale), s);
+    }
+  } else {
+    constexpr int kPer = 16 / sizeof(T);
+    const uint4* row = reinterpret_cast<const uint4*>(element<T>(a.keys, b, j, h));
+#pragma unroll
+    for (int v = 0; v < kHeadDim / kPer; ++v) {
+      const uint4 chunk = row[v];
+      const T* values = reinterpret_cast<const T*>(&chunk);
+#pragma unroll
+      for (int e = 0; e < kPer; ++e) s = fma_rn(query[v * kPer + e], to_float(values[e]), s);
+    }
+  }
+  return s;
+}
+
+template <typename T, bool kFp8>
+__device__ __forceinline__ float value_at(const Args& a, int64_t b, int j, int h, int c) {
+  if constexpr (kFp8) {
+    return dequantized<T>(element<uint8_t>(a.values, b, j, h)[c],
+                          *element<float>(a.value_scales, b, j, h));
+  } else {
+    return to_float(element<T>(a.values, b, j, h)[c]);
+  }
+}
+
+template <typename T, bool kFp8>
+__global__ void __launch_bounds__(kThreads) cached_attention_kernel(Args a) {
+  extern __shared__ float weights[];  // s_j, then e_j
+  __shared__ float query[kHeadDim];
+  __shared__ float warp_max[kWarps];
+  __shared__ float second_group[kHeadDim];
+  __shared__ float total;
+  const int h = static_cast<int>(blockIdx.x);
+  const int i = static_cast<int>(blockIdx.y);
+  const int64_t r = blockIdx.z;
+  const int64_t b = r / a.per_key_row;
+  const int seen = a.causal ? a.key_count - a.steps + i + 1 : a.key_count;
+  const int t = static_cast<int>(threadIdx.x);
+  const int lane = t % 32;
+  if (t < kHeadDim) query[t] = to_float(element<T>(a.query, r, i, h)[t]);
+  __syncthreads();
+
+  float m = -FLT_MAX;
+  for (int j = t; j < seen; j += kThreads) {
+    const float s = score<T, kFp8>(a, query, b, j, h);
+    weights[j] = s;
+    m = fmaxf(m, s);
+  }
+#pragma unroll
+  for (int o = 16; o >= 1; o /= 2) m = fmaxf(m, __shfl_xor_sync(0xffffffffu, m, o));
+  if (lane == 0) warp_max[t / 32] = m;
+  __syncthreads();
+  m = warp_max[0];
+#pragma unroll
+  for (int w = 1; w < kWarps; ++w) m = fmaxf(m, warp_max[w]);
+  for (int j = t; j < seen; j += kThreads) weights[j] = exp_f32(sub_rn(weights[j], m));
+  __syncthreads();
+
+  if (t < 32) {
+    float partial = 0.0f;
+    for (int j = lane; j < seen; j += 32) partial = add_rn(partial, weights[j]);
+#pragma unroll
+    for (int o = 16; o >= 1; o /= 2) {
+      partial = add_rn(partial, __shfl_xor_sync(0xffffffffu, partial, o));
+    }
+    if (lane == 0) total = partial;
+  }
+  const int c = t % kHeadDim;
+  const int g = t / kHeadDim;
+  float acc = 0.0f;
+  for (int j = g; j < seen; j += kColumnGroups) {
+    acc = fma_rn(weights[j], value_at<T, kFp8>(a, b, j, h, c), acc);
+  }
+  if (g == 1) second_group[c] = acc;
+  __syncthreads();
+  if (g == 0) {
+    T* out = static_cast<T*>(a.out) + ((r * a.steps + i) * a.heads + h) * kHeadDim;
+    out[c] = from_float<T>(div_rn(add_rn(acc, second_group[c]), total));
+  }
+}
+
+Operand operand(const Tensor& t) {
+  if (!t.defined()) return {};
+  const auto& s = t.strides();
+  return {t.raw_data(), s[0], s[1], s[2]};
+}
+
+}  // namespace
+
+void cached_attention(const CachedAttentionInputs& in, const Tensor& out) {
+  const Tensor& q = in.query;
+  Args a;
+  a.query = operand(q);
+  a.keys = operand(in.keys);
+  a.values = operand(in.values);
+  a.key_scales = operand(in.key_scales);
+  a.value_scales = operand(in.value_scales);
+  a.out = out.raw_data();
+  a.per_key_row = q.size(0) / in.keys.size(0);
+  a.steps = static_cast<int>(q.size(1));
+  a.heads = static_cast<int>(q.size(2));
+  a.key_count = static_cast<int>(in.key_count);
+  a.causal = in.causal;
+  const bool fp8 = in.keys.dtype() == DType::kU8;
+  CudaDeviceGuard guard(q.device().index);
+  const dim3 grid(static_cast<unsigned int>(q.size(2)), static_cast<unsigned int>(q.size(1)),
+                  static_cast<unsigned int>(q.size(0)));
+  const size_t shared = static_cast<size_t>(in.key_count) * sizeof(float);
+  dispatch_float(q.dtype(), "cached_attention", [&](auto tag) {
+    using T = decltype(tag);
+    if (fp8) {
+      cached_attention_kernel<T, true><<<grid, kThreads, shared, current_stream()>>>(a);
+    } else {
+      cached_attention_kernel<T, false><<<grid, kThreads, shared, current_stream()>>>(a);
+    }
+  });
+  check_launch("cached_attention");
+}
+
+}  // namespace oasr::ops::cuda
