@@ -11,11 +11,16 @@
 #      model_tiny_en/;
 #   2. `oasr eval --output-format json` on MANIFEST per configuration
 #      (hypotheses included, so they can be compared with the CPU's);
-#   3. `oasr bench whisper` at batch 1 and 16, greedy and 5 beams, float16 /
-#      int8_w8a8 / fp8_w8a8 / the fp8 KV cache, with transformers on the same weights and audio
-#      in the same run (bench/transformers_whisper_bench.py: SDPA, eager,
+#   3. `oasr bench whisper` (median of REPEATS timed calls, default 5) at
+#      batch 1 and 16, greedy and 5 beams, float16 / int8_w8a8 / fp8_w8a8 /
+#      the fp8 KV cache, with transformers on the same weights and audio in
+#      the same run (bench/transformers_whisper_bench.py: SDPA, eager,
 #      torch.compile with a static cache in the default mode and with
-#      mode="reduce-overhead").
+#      mode="reduce-overhead");
+#   4. the in-place decoder attention (ops/cached_attention.h) against the
+#      unfused products in the same run: oasr bench whisper at batch 16,
+#      greedy and 5 beams, float16 and the fp8 KV cache, with
+#      OASR_FUSED_ATTENTION=1 and =0.
 # Usage: bench/whisper_cuda.sh BIN_DIR MODEL_DIR MANIFEST ORACLE_DIR OUT [steps, default 123]
 #   BIN_DIR holds oasr, whisper_kv_cache, whisper_search and whisper_model_tiny_en; MODEL_DIR
 #   the Hugging Face directory `oasr convert` wrote (the oracle's metadata
@@ -33,7 +38,7 @@ want() { [[ $steps == *$1* ]]; }
 
 if want 1; then
   {
-    "$bin/whisper_kv_cache" --gtest_brief=1 --gtest_filter='*Device*'
+    "$bin/whisper_kv_cache" --gtest_brief=1 --gtest_filter='*Device*:*Cuda*'
     OASR_ORACLE_DIR=$oracle/search "$bin/whisper_search" --gtest_brief=1
     OASR_ORACLE_DIR=$oracle/model_tiny_en "$bin/whisper_model_tiny_en" --gtest_brief=1
   } 2>&1 | tee "$out/tests.log"
@@ -81,9 +86,24 @@ if want 3; then
           *) quant=(--quantization "$scheme") && baseline=(--no-baseline) ;;
         esac
         "$bin/oasr" bench whisper --ckpt-dir "$model" --manifest "$manifest" \
-          --utterances "$utterances" --warmup 2 --device cuda --dtype float16 \
-          --max-batch-size "$batch" --decode-method "$method" "${quant[@]}" "${baseline[@]}" \
+          --utterances "$utterances" --warmup 2 --repeats "${REPEATS:-5}" --device cuda \
+          --dtype float16 --max-batch-size "$batch" \
+          --decode-method "$method" "${quant[@]}" "${baseline[@]}" \
           2>> "$out/bench.err" | tee -a "$out/bench.jsonl"
+      done
+    done
+  done
+fi
+
+if want 4; then
+  for method in greedy_search beam_search; do
+    for fused in 1 0; do
+      for kv in "" kv_cache=fp8_e4m3; do
+        OASR_FUSED_ATTENTION=$fused "$bin/oasr" bench whisper --ckpt-dir "$model" \
+          --manifest "$manifest" --utterances "$utterances" --warmup 2 \
+          --repeats "${REPEATS:-5}" --device cuda --dtype float16 --max-batch-size 16 --decode-method "$method" --no-baseline \
+          ${kv:+--quantization-option "$kv"} 2>> "$out/bench.err" |
+          sed "s/^{/{\"fused_attention\":$fused,/" | tee -a "$out/bench_fused.jsonl"
       done
     done
   done
