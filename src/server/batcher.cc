@@ -1,12 +1,17 @@
 // Dynamic batching; see batcher.h.
 #include "server/batcher.h"
 
+#include <algorithm>
+#include <cmath>
+#include <cstddef>
 #include <utility>
 
 namespace oasr::server {
 namespace {
 
 constexpr const char* kTimeoutMessage = "timed out in the queue before decoding started";
+// A batch's longest utterance is at most this many times its shortest.
+constexpr double kMaxLengthSpread = 1.5;
 
 bool same_options(const engine::DecodeOverrides& a, const engine::DecodeOverrides& b) {
   return a.method == b.method && a.beam_size == b.beam_size && a.ctc_weight == b.ctc_weight &&
@@ -16,6 +21,31 @@ bool same_options(const engine::DecodeOverrides& a, const engine::DecodeOverride
 }
 
 }  // namespace
+
+std::vector<size_t> choose_batch(std::span<const size_t> lengths, std::span<const uint8_t> eligible,
+                                 size_t max_batch) {
+  if (lengths.empty()) return {};
+  const auto length = [&](size_t i) { return static_cast<double>(lengths[i]); };
+  std::vector<std::pair<double, size_t>> candidates;  // (distance to the oldest's length, index)
+  for (size_t i = 1; i < lengths.size(); ++i) {
+    if (eligible[i] != 0) candidates.emplace_back(std::abs(length(i) - length(0)), i);
+  }
+  std::stable_sort(candidates.begin(), candidates.end(),
+                   [](const auto& a, const auto& b) { return a.first < b.first; });
+  std::vector<size_t> chosen = {0};
+  double shortest = length(0), longest = length(0);
+  for (const auto& [distance, i] : candidates) {
+    if (chosen.size() >= max_batch) break;
+    const double lo = std::min(shortest, length(i));
+    const double hi = std::max(longest, length(i));
+    if (hi > kMaxLengthSpread * std::max(lo, 1.0)) continue;
+    shortest = lo;
+    longest = hi;
+    chosen.push_back(i);
+  }
+  std::sort(chosen.begin(), chosen.end());
+  return chosen;
+}
 
 Batcher::Batcher(const engine::ASREngine& engine, BatcherOptions options, BatchObserver observer)
     : engine_(engine), options_(options), observer_(std::move(observer)) {
@@ -66,16 +96,18 @@ std::vector<BatchJob> Batcher::take_batch(std::unique_lock<std::mutex>& lock) {
   arrived_.wait_until(lock, oldest_until, [&] {
     return stopping_ || queue_.size() >= static_cast<size_t>(options_.max_batch);
   });
+  std::vector<size_t> lengths;
+  std::vector<uint8_t> eligible;
+  for (const BatchJob& job : queue_) {
+    lengths.push_back(job.samples.size());
+    eligible.push_back(same_options(job.overrides, queue_.front().overrides) ? 1 : 0);
+  }
+  const std::vector<size_t> chosen =
+      choose_batch(lengths, eligible, static_cast<size_t>(options_.max_batch));
   std::vector<BatchJob> batch;
-  const engine::DecodeOverrides options = queue_.front().overrides;
-  for (auto it = queue_.begin();
-       it != queue_.end() && batch.size() < static_cast<size_t>(options_.max_batch);) {
-    if (same_options(it->overrides, options)) {
-      batch.push_back(std::move(*it));
-      it = queue_.erase(it);
-    } else {
-      ++it;
-    }
+  for (const size_t i : chosen) batch.push_back(std::move(queue_[i]));
+  for (auto it = chosen.rbegin(); it != chosen.rend(); ++it) {
+    queue_.erase(queue_.begin() + static_cast<std::ptrdiff_t>(*it));
   }
   return batch;
 }

@@ -1,7 +1,9 @@
 // Dynamic batching across requests: one worker thread per engine takes the
 // queued utterances, waits up to `max_delay` after the oldest for more to
-// arrive, and decodes up to `max_batch` of those with the same decode
-// options in one ASREngine::transcribe_each call. A row's result does not
+// arrive, and decodes the oldest with up to `max_batch` - 1 others of the
+// same decode options and a similar length (the longest at most 1.5 times
+// the shortest: a padded batch wastes little) in one
+// ASREngine::transcribe_each call. A row's result does not
 // depend on its neighbours (the engine's batch invariance), so a request
 // gets the transcript it would get alone; a failing utterance fails only
 // its own request.
@@ -13,6 +15,7 @@
 #include <deque>
 #include <functional>
 #include <mutex>
+#include <span>
 #include <string>
 #include <thread>
 #include <vector>
@@ -36,6 +39,15 @@ struct BatcherOptions {
   std::chrono::milliseconds max_delay{10};
   size_t max_queue = 256;
 };
+
+// The batching policy on its own (Batcher applies it to its queue, oldest
+// first): lengths[i] is queued job i's sample count, eligible[i] whether it
+// shares job 0's decode options. Job 0 always goes; the eligible others join
+// nearest length first (ties: older first) while the longest stays within
+// 1.5 times the shortest, up to max_batch jobs. The chosen indices,
+// ascending.
+std::vector<size_t> choose_batch(std::span<const size_t> lengths, std::span<const uint8_t> eligible,
+                                 size_t max_batch);
 
 class Batcher {
  public:

@@ -1,0 +1,245 @@
+"""Load on oasr-server over loopback, bounded in count and time.
+
+Starts `oasr-server` on the given model, transcribes every file alone (one
+request at a time: the reference), then runs CLIENTS concurrent clients,
+each sending REQUESTS requests (the files in turn) to
+POST /v1/audio/transcriptions, and prints one JSON line:
+
+  requests sent / ok / failed (non-200) / lost (no reply) / mismatched (text
+  differs from the file's single-request text), p50 / p99 / max latency,
+  throughput (audio seconds per second), the server's resident memory before
+  and after the load (its /metrics), and the batches it formed.
+
+With --compare-unbatched the same load runs against a second server with
+--max-batch-size 1 (one request at a time through the engine), and a last
+line gives the batching speed-up. Exits 1 naming the first broken bound:
+any failed, lost or mismatched request, or RSS growth over --rss-bound-mib.
+
+  python3 bench/server_load.py --server build/oasr-server \
+      --ckpt-dir models/oasr-u2pp-char-8k --clients 16 --requests 20 \
+      --compare-unbatched /usr/share/asterisk/sounds/en/vm-goodbye.wav ...
+
+Only the standard library: http.client with a multipart body per file.
+"""
+import argparse
+import concurrent.futures
+import http.client
+import json
+import os
+import re
+import signal
+import subprocess
+import sys
+import time
+import uuid
+import wave
+
+
+def multipart(path, model, boundary):
+    with open(path, "rb") as f:
+        audio = f.read()
+    head = (f"--{boundary}\r\nContent-Disposition: form-data; name=\"model\"\r\n\r\n{model}\r\n"
+            f"--{boundary}\r\nContent-Disposition: form-data; name=\"response_format\"\r\n\r\n"
+            f"json\r\n--{boundary}\r\nContent-Disposition: form-data; name=\"file\"; "
+            f"filename=\"{os.path.basename(path)}\"\r\nContent-Type: audio/wav\r\n\r\n")
+    return head.encode() + audio + f"\r\n--{boundary}--\r\n".encode()
+
+
+def audio_seconds(path):
+    with wave.open(path, "rb") as w:
+        return w.getnframes() / w.getframerate()
+
+
+class Server:
+    def __init__(self, binary, ckpt_dir, flags, log_path):
+        self.log = open(log_path, "w", encoding="utf-8")
+        self.proc = subprocess.Popen([binary, "--ckpt-dir", ckpt_dir, "--port", "0", *flags],
+                                     stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+        deadline = time.time() + 120
+        while time.time() < deadline:
+            line = self.proc.stderr.readline()
+            if not line:
+                break
+            self.log.write(line)
+            found = re.search(r"listening on http://([0-9.]+):(\d+)", line)
+            if found:
+                self.host, self.port = found.group(1), int(found.group(2))
+                return
+        self.proc.kill()
+        sys.exit(f"server_load: oasr-server did not start; its log is {log_path}")
+
+    def metrics(self):
+        conn = http.client.HTTPConnection(self.host, self.port, timeout=30)
+        conn.request("GET", "/metrics")
+        text = conn.getresponse().read().decode()
+        conn.close()
+        return text
+
+    def stop(self):
+        self.proc.send_signal(signal.SIGTERM)
+        try:
+            code = self.proc.wait(timeout=60)
+        except subprocess.TimeoutExpired:
+            self.proc.kill()
+            code = "killed after 60 s"
+        self.log.write(self.proc.stderr.read())
+        self.log.close()
+        return code
+
+
+def metric(text, name):
+    found = re.search(rf"^{re.escape(name)} (\S+)$", text, re.M)
+    return float(found.group(1)) if found else None
+
+
+def transcribe(conn_box, server, body, boundary, timeout):
+    """(status, text or error, seconds); reconnects after a transport error."""
+    start = time.perf_counter()
+    try:
+        if conn_box[0] is None:
+            conn_box[0] = http.client.HTTPConnection(server.host, server.port, timeout=timeout)
+        conn = conn_box[0]
+        conn.request("POST", "/v1/audio/transcriptions", body=body,
+                     headers={"Content-Type": f"multipart/form-data; boundary={boundary}"})
+        response = conn.getresponse()
+        payload = response.read().decode("utf-8", "replace")
+        elapsed = time.perf_counter() - start
+        if response.status != 200:
+            return response.status, payload[:200], elapsed
+        return 200, json.loads(payload)["text"], elapsed
+    except (OSError, http.client.HTTPException, ValueError, KeyError) as e:
+        if conn_box[0] is not None:
+            conn_box[0].close()
+        conn_box[0] = None
+        return None, repr(e), time.perf_counter() - start
+
+
+def percentile(sorted_values, p):
+    if not sorted_values:
+        return None
+    k = min(len(sorted_values) - 1, max(0, round(p / 100 * (len(sorted_values) - 1))))
+    return sorted_values[k]
+
+
+def run(args, max_batch_size, files, bodies, boundary, seconds):
+    flags = ["--max-batch-size", str(max_batch_size), "--max-batch-delay-ms",
+             str(args.max_batch_delay_ms), "--max-queue", str(max(64, 4 * args.clients)),
+             "--http-threads", str(min(256, max(4, args.clients))), *args.server_args.split()]
+    log_path = os.path.join(args.log_dir, f"server_batch{max_batch_size}.log")
+    server = Server(args.server, args.ckpt_dir, flags, log_path)
+    try:
+        box = [None]
+        reference = {}
+        for path in files:  # alone, one at a time
+            status, text, _ = transcribe(box, server, bodies[path], boundary, args.timeout_s)
+            if status != 200:
+                sys.exit(f"server_load: {path} alone gave {status}: {text}")
+            reference[path] = text
+
+        def client(index, requests):
+            conn_box = [None]
+            results = []
+            for k in range(requests):
+                path = files[(index + k) % len(files)]
+                status, text, elapsed = transcribe(conn_box, server, bodies[path], boundary,
+                                                   args.timeout_s)
+                results.append((path, status, text, elapsed))
+            if conn_box[0] is not None:
+                conn_box[0].close()
+            return results
+
+        with concurrent.futures.ThreadPoolExecutor(args.clients) as pool:
+            # The warm-up round: the server's pools and caches reach the load's sizes.
+            warm = [r for rs in pool.map(client, range(args.clients),
+                                         [args.warmup_requests] * args.clients) for r in rs]
+            rss_before = metric(server.metrics(), "process_resident_memory_bytes")
+            start = time.perf_counter()
+            results = [r for rs in pool.map(client, range(args.clients),
+                                            [args.requests] * args.clients) for r in rs]
+            wall = time.perf_counter() - start
+        after = server.metrics()
+    finally:
+        exit_code = server.stop()
+    replies = results + warm  # every reply counts for failed / lost / mismatched
+    ok = [r for r in replies if r[1] == 200]
+    failed = [r for r in replies if r[1] is not None and r[1] != 200]
+    mismatched = [r for r in ok if r[2] != reference[r[0]]]
+    measured = [r for r in results if r[1] == 200]  # latency and throughput: the timed round
+    latencies = sorted(r[3] for r in measured)
+    rss_after = metric(after, "process_resident_memory_bytes")
+    line = {
+        "bench": "server", "max_batch_size": max_batch_size,
+        "max_batch_delay_ms": args.max_batch_delay_ms, "server_args": args.server_args,
+        "clients": args.clients, "requests_per_client": args.requests,
+        "warmup_requests_per_client": args.warmup_requests,
+        "sent": len(replies), "ok": len(ok), "failed": len(failed),
+        "lost": len(replies) - len(ok) - len(failed), "mismatched": len(mismatched),
+        "wall_s": round(wall, 3),
+        "p50_ms": round(1000 * percentile(latencies, 50), 1) if latencies else None,
+        "p99_ms": round(1000 * percentile(latencies, 99), 1) if latencies else None,
+        "max_ms": round(1000 * latencies[-1], 1) if latencies else None,
+        "audio_s_per_s": round(sum(seconds[r[0]] for r in measured) / wall, 2),
+        "batches": metric(after, "oasr_batch_size_count"),
+        "mean_batch_size": (round(metric(after, "oasr_batch_size_sum") /
+                                  metric(after, "oasr_batch_size_count"), 2)
+                            if metric(after, "oasr_batch_size_count") else None),
+        "rss_before_mib": round(rss_before / 1048576, 1) if rss_before else None,
+        "rss_after_mib": round(rss_after / 1048576, 1) if rss_after else None,
+        "server_exit": exit_code,
+    }
+    print(json.dumps(line), flush=True)
+    problems = []
+    for name in ("failed", "lost", "mismatched"):
+        if line[name]:
+            sample = (failed or mismatched or [r for r in replies if r[1] is None])[0]
+            problems.append(f"{line[name]} {name} (e.g. {sample[0]}: {sample[1]} {sample[2]!r})")
+    if rss_before and rss_after and (rss_after - rss_before) / 1048576 > args.rss_bound_mib:
+        problems.append(f"RSS grew {line['rss_before_mib']} -> {line['rss_after_mib']} MiB "
+                        f"(bound {args.rss_bound_mib} MiB)")
+    if exit_code != 0:
+        problems.append(f"the server exited {exit_code} on SIGTERM")
+    return line, problems
+
+
+def main():
+    p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    p.add_argument("--server", required=True, help="the oasr-server binary")
+    p.add_argument("--ckpt-dir", required=True)
+    p.add_argument("--clients", type=int, default=16)
+    p.add_argument("--requests", type=int, default=20, help="requests per client")
+    p.add_argument("--max-batch-size", type=int, default=8)
+    p.add_argument("--max-batch-delay-ms", type=int, default=10)
+    p.add_argument("--server-args", default="", help="more oasr-server flags, one string")
+    p.add_argument("--compare-unbatched", action="store_true",
+                   help="also run the load with --max-batch-size 1 and print the speed-up")
+    p.add_argument("--warmup-requests", type=int, default=2,
+                   help="requests per client before the measured round (not timed)")
+    p.add_argument("--rss-bound-mib", type=float, default=64.0)
+    p.add_argument("--timeout-s", type=float, default=300.0)
+    p.add_argument("--log-dir", default=".", help="where the servers' logs go")
+    p.add_argument("files", nargs="+", help="16-bit PCM WAV files")
+    args = p.parse_args()
+    for path in args.files:
+        if not os.path.isfile(path):
+            sys.exit(f"server_load: {path} does not exist")
+    if args.clients < 1 or args.requests < 1:
+        sys.exit("server_load: --clients and --requests must be >= 1")
+    os.makedirs(args.log_dir, exist_ok=True)
+    boundary = uuid.uuid4().hex
+    model = os.path.basename(os.path.normpath(args.ckpt_dir))
+    bodies = {f: multipart(f, model, boundary) for f in args.files}
+    seconds = {f: audio_seconds(f) for f in args.files}
+    batched, problems = run(args, args.max_batch_size, args.files, bodies, boundary, seconds)
+    if args.compare_unbatched:
+        alone, more = run(args, 1, args.files, bodies, boundary, seconds)
+        problems += more
+        print(json.dumps({"bench": "server", "compare": "batched/unbatched",
+                          "speedup": round(batched["audio_s_per_s"] / alone["audio_s_per_s"], 3),
+                          "p50_ratio": round(alone["p50_ms"] / batched["p50_ms"], 3)}),
+              flush=True)
+    if problems:
+        sys.exit("server_load: " + "; ".join(problems))
+
+
+if __name__ == "__main__":
+    main()
