@@ -6,7 +6,7 @@
 # the WebSocket must give `oasr transcribe --chunk-size 16`'s text, then
 # /metrics (batch sizes, device memory), /v1/quantization and a SIGTERM
 # drain (exit 0); last, bench/server_load.py: CLIENTS (256) concurrent
-# clients x REQUESTS (4) on int8_w8a8, batched and one at a time.
+# clients x REQUESTS (2) x 2 rounds on int8_w8a8, batched and one at a time.
 # Usage: bench/server_cuda.sh BIN_DIR WAV_DIR OUT_DIR
 set -uo pipefail
 bin=$1
@@ -75,10 +75,11 @@ for scheme in none int8_w8a8; do
   rm -f "$out"/r_${scheme}_*.txt
 done
 
-# Load: CLIENTS concurrent clients x REQUESTS requests on int8_w8a8, with
-# dynamic batching (--max-batch-size 32) and without (1), in the same run.
+# Load: a warm-up round and two timed rounds of CLIENTS concurrent clients x
+# REQUESTS requests on int8_w8a8, with dynamic batching (--max-batch-size 32)
+# and without (1), in the same run.
 "${PYTHON:-python3}" bench/server_load.py --server "$bin/oasr-server" --ckpt-dir "$model" \
-  --clients "${CLIENTS:-256}" --requests "${REQUESTS:-4}" --max-batch-size 32 \
-  --compare-unbatched --log-dir "$out/load" \
+  --clients "${CLIENTS:-256}" --requests "${REQUESTS:-2}" --rounds 2 --max-batch-size 32 \
+  --compare-unbatched --rss-bound-mib 128 --log-dir "$out/load" \
   --server-args "--device ${DEVICE:-cuda} --dtype ${DTYPE:-float16} --quantization int8_w8a8" \
   "${files[@]}" 2>&1 | tee "$out/load.jsonl"

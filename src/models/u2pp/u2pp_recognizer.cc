@@ -1,6 +1,8 @@
 #include "models/u2pp/u2pp_recognizer.h"
 
 #include <algorithm>
+#include <exception>
+#include <functional>
 #include <numeric>
 
 #include "core/cancellation.h"
@@ -9,6 +11,7 @@
 #include "decode/ctc_alignment.h"
 #include "models/u2pp/materialize.h"
 #include "models/u2pp/native_checkpoint.h"
+#include "ops/cpu_threads.h"
 #include "quant/apply_links.h"
 
 namespace oasr::engine {
@@ -73,6 +76,23 @@ Transcript best_ctc_path(const Tensor& log_probs, const DecodeOptions& options, 
     t.score = nbest.front().score;
   }
   return t;
+}
+
+// task(0) .. task(count - 1) on the CPU pool (ops::parallel_for), each
+// row's work independent of the thread that runs it; afterwards the lowest
+// row's exception, if any, is rethrown: what a serial loop would raise.
+void for_each_row(int64_t count, const std::function<void(int64_t)>& task) {
+  std::vector<std::exception_ptr> errors(static_cast<size_t>(count));
+  ops::parallel_for(count, [&](int64_t i) {
+    try {
+      task(i);
+    } catch (...) {
+      errors[static_cast<size_t>(i)] = std::current_exception();
+    }
+  });
+  for (const std::exception_ptr& e : errors) {
+    if (e) std::rethrow_exception(e);
+  }
 }
 
 }  // namespace
@@ -165,9 +185,14 @@ Tensor U2ppRecognizer::features(std::span<const float> samples) const {
 std::vector<Transcript> U2ppRecognizer::transcribe(std::span<const Waveform> utterances,
                                                    const DecodeOptions& options,
                                                    int64_t max_batch_size) const {
-  std::vector<Tensor> feats;
-  feats.reserve(utterances.size());
-  for (const auto& samples : utterances) feats.push_back(features(samples));
+  // Features of every utterance at once on the CPU pool (a few ms each on
+  // one core, the host's largest share of a GPU batch); each utterance's
+  // bits do not depend on the thread. The first refused utterance's error
+  // is the one a serial loop would raise.
+  std::vector<Tensor> feats(utterances.size());
+  for_each_row(static_cast<int64_t>(utterances.size()), [&](int64_t i) {
+    feats[static_cast<size_t>(i)] = features(utterances[static_cast<size_t>(i)]);
+  });
   // Length bucketing: sort by frames so a batch pads little, then restore order.
   std::vector<size_t> order(feats.size());
   std::iota(order.begin(), order.end(), 0);
@@ -207,48 +232,68 @@ std::vector<Transcript> U2ppRecognizer::transcribe_batch(const std::vector<Tenso
   const auto encoded = model_->encode(padded, lengths, options);
   // The searches run on the host in float32: one copy back per batch.
   const Tensor log_probs = host_f32(model_->ctc_log_probs(encoded.out));
-  std::vector<Transcript> out;
-  out.reserve(batch);
+  // The host searches and the alignments run row-parallel on the CPU pool;
+  // attention rescoring (decoder calls on the model's device) row by row.
+  std::vector<Tensor> row_probs(static_cast<size_t>(batch));
   for (int64_t b = 0; b < batch; ++b) {
     const int64_t frames = encoded.lengths.data<int64_t>()[b];
-    const Tensor row_probs = log_probs.select(0, b).narrow(0, 0, frames).contiguous();
-    const Tensor row_enc = encoded.out.narrow(0, b, 1).narrow(1, 0, frames).contiguous();
-    out.push_back(decode_utterance(row_probs, row_enc, decode));
+    row_probs[static_cast<size_t>(b)] = log_probs.select(0, b).narrow(0, 0, frames).contiguous();
   }
+  std::vector<CtcSearch> searched(static_cast<size_t>(batch));
+  for_each_row(batch, [&](int64_t b) {
+    searched[static_cast<size_t>(b)] = search_ctc(row_probs[static_cast<size_t>(b)], decode);
+  });
+  std::vector<Transcript> out(static_cast<size_t>(batch));
+  for (int64_t b = 0; b < batch; ++b) {
+    const int64_t frames = row_probs[static_cast<size_t>(b)].size(0);
+    const Tensor row_enc = encoded.out.narrow(0, b, 1).narrow(1, 0, frames).contiguous();
+    out[static_cast<size_t>(b)] = rescore(searched[static_cast<size_t>(b)], row_enc, decode);
+  }
+  for_each_row(batch, [&](int64_t b) {
+    finish(out[static_cast<size_t>(b)], row_probs[static_cast<size_t>(b)]);
+  });
   return out;
 }
 
-Transcript U2ppRecognizer::decode_utterance(const Tensor& ctc_log_probs, const Tensor& encoder_out,
-                                            const DecodeOptions& decode) const {
+U2ppRecognizer::CtcSearch U2ppRecognizer::search_ctc(const Tensor& ctc_log_probs,
+                                                     const DecodeOptions& decode) const {
   const int64_t blank = model_->config().blank_id;
-  Transcript t;
+  CtcSearch searched;
   if (decode.method != kRescoring) {
-    t = best_ctc_path(ctc_log_probs, decode, blank);
-  } else {
-    decode::CtcPrefixBeamSearchOptions beam;
-    beam.beam_size = decode.beam_size;
-    beam.blank_id = blank;
-    const auto nbest = decode::ctc_prefix_beam_search(ctc_log_probs, beam);
-    if (!nbest.empty()) {
-      decode::SpecialTokens special =
-          decode::SpecialTokens::wenet_default(model_->config().vocab_size);
-      special.blank = blank;
-      special.sos = model_->config().sos_id();
-      special.eos = model_->config().eos_id();
-      decode::AttentionRescoringOptions options;
-      options.ctc_weight = decode.ctc_weight;
-      options.reverse_weight = decode.reverse_weight;
-      const double reverse_weight = decode.reverse_weight;
-      auto decoder = [&](const decode::AttentionDecoderInputs& in) {
-        const auto logp = model_->forward_attention_decoder(encoder_out, in.hyps, in.hyps_lens,
-                                                            in.reversed_hyps, reverse_weight);
-        return decode::AttentionDecoderOutputs{logp.left, logp.right};
-      };
-      const auto best = decode::attention_rescoring(nbest, decoder, special, options);
-      t.tokens = best.tokens;
-      t.score = best.score;
-    }
+    searched.best = best_ctc_path(ctc_log_probs, decode, blank);
+    return searched;
   }
+  decode::CtcPrefixBeamSearchOptions beam;
+  beam.beam_size = decode.beam_size;
+  beam.blank_id = blank;
+  searched.nbest = decode::ctc_prefix_beam_search(ctc_log_probs, beam);
+  return searched;
+}
+
+Transcript U2ppRecognizer::rescore(const CtcSearch& searched, const Tensor& encoder_out,
+                                   const DecodeOptions& decode) const {
+  if (decode.method != kRescoring || searched.nbest.empty()) return searched.best;
+  decode::SpecialTokens special = decode::SpecialTokens::wenet_default(model_->config().vocab_size);
+  special.blank = model_->config().blank_id;
+  special.sos = model_->config().sos_id();
+  special.eos = model_->config().eos_id();
+  decode::AttentionRescoringOptions options;
+  options.ctc_weight = decode.ctc_weight;
+  options.reverse_weight = decode.reverse_weight;
+  const double reverse_weight = decode.reverse_weight;
+  auto decoder = [&](const decode::AttentionDecoderInputs& in) {
+    const auto logp = model_->forward_attention_decoder(encoder_out, in.hyps, in.hyps_lens,
+                                                        in.reversed_hyps, reverse_weight);
+    return decode::AttentionDecoderOutputs{logp.left, logp.right};
+  };
+  const auto best = decode::attention_rescoring(searched.nbest, decoder, special, options);
+  Transcript t;
+  t.tokens = best.tokens;
+  t.score = best.score;
+  return t;
+}
+
+void U2ppRecognizer::finish(Transcript& t, const Tensor& ctc_log_probs) const {
   t.text = detokenize(t.tokens);
   // Token times from the CTC alignment of the chosen tokens: encoder frame f
   // starts at input frame f * subsampling rate (WeNet's timestamp rule).
@@ -256,10 +301,17 @@ Transcript U2ppRecognizer::decode_utterance(const Tensor& ctc_log_probs, const T
       static_cast<double>(
           models::subsampling_geometry(source_.config.model.encoder.input_layer).rate) *
       fbank_->options().frame_shift_ms / 1000.0;
+  const int64_t blank = model_->config().blank_id;
   for (const decode::TokenSpan& span : decode::ctc_forced_align(ctc_log_probs, t.tokens, blank)) {
     t.token_times.push_back({static_cast<double>(span.start_frame) * seconds_per_frame,
                              static_cast<double>(span.end_frame) * seconds_per_frame});
   }
+}
+
+Transcript U2ppRecognizer::decode_utterance(const Tensor& ctc_log_probs, const Tensor& encoder_out,
+                                            const DecodeOptions& decode) const {
+  Transcript t = rescore(search_ctc(ctc_log_probs, decode), encoder_out, decode);
+  finish(t, ctc_log_probs);
   return t;
 }
 

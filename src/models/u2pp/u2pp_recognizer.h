@@ -65,6 +65,18 @@ class U2ppRecognizer final : public Recognizer {
   DecodeOptions resolve_knobs(const DecodeOverrides& overrides) const;
   std::vector<Transcript> transcribe_batch(const std::vector<Tensor>& feats,
                                            const DecodeOptions& options) const;
+  // decode_utterance in three phases, so a batch runs the host ones
+  // row-parallel: the CTC search (the best path, or the prefix beam's
+  // n-best for rescoring), attention rescoring on the model's device, then
+  // the text and the tokens' CTC alignment times.
+  struct CtcSearch {
+    Transcript best;                           // not rescoring: the answer's tokens
+    std::vector<decode::CtcHypothesis> nbest;  // rescoring: its candidates
+  };
+  CtcSearch search_ctc(const Tensor& ctc_log_probs, const DecodeOptions& options) const;
+  Transcript rescore(const CtcSearch& searched, const Tensor& encoder_out,
+                     const DecodeOptions& options) const;
+  void finish(Transcript& t, const Tensor& ctc_log_probs) const;
 
   std::filesystem::path ckpt_dir_;  // names the checkpoint in messages
   models::ModelSource source_;
