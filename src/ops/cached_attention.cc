@@ -23,6 +23,8 @@ using act::detail::mul_rn;
 using act::detail::sub_rn;
 
 constexpr int64_t kFusedHeadDim = 64;
+// The definition's interleaved groups of the weighted sum.
+constexpr int64_t kValueGroups = 8;
 // The kernel keeps a query's scores in shared memory (under the 48 KiB a block gets without opting
 // in).
 constexpr int64_t kFusedMaxKeys = 12000;
@@ -98,7 +100,7 @@ void cached_attention_cpu(const CachedAttentionInputs& in, Tensor& out) {
   const auto& qs = q.strides();
   std::vector<float> query(static_cast<size_t>(d));
   std::vector<float> e(static_cast<size_t>(in.key_count));
-  std::vector<float> a0(static_cast<size_t>(d)), a1(static_cast<size_t>(d));
+  std::vector<std::vector<float>> groups(kValueGroups, std::vector<float>(static_cast<size_t>(d)));
   for (int64_t r = 0; r < rows; ++r) {
     const int64_t b = r / per_key_row;
     for (int64_t i = 0; i < n; ++i) {
@@ -128,17 +130,18 @@ void cached_attention_cpu(const CachedAttentionInputs& in, Tensor& out) {
           for (size_t l = 0; l < 32; ++l) next[l] = add_rn(partial[l], partial[l ^ o]);
           partial = next;
         }
-        std::fill(a0.begin(), a0.end(), 0.0f);
-        std::fill(a1.begin(), a1.end(), 0.0f);
+        for (std::vector<float>& a : groups) std::fill(a.begin(), a.end(), 0.0f);
         for (int64_t j = 0; j < seen; ++j) {
-          std::vector<float>& a = j % 2 == 0 ? a0 : a1;
+          std::vector<float>& a = groups[static_cast<size_t>(j % kValueGroups)];
           for (int64_t c = 0; c < d; ++c) {
             a[static_cast<size_t>(c)] =
                 fma_rn(e[static_cast<size_t>(j)], values.at(b, j, h, c), a[static_cast<size_t>(c)]);
           }
         }
         for (int64_t c = 0; c < d; ++c) {
-          const float sum = add_rn(a0[static_cast<size_t>(c)], a1[static_cast<size_t>(c)]);
+          const auto a = [&](size_t g) { return groups[g][static_cast<size_t>(c)]; };
+          const float sum = add_rn(add_rn(add_rn(a(0), a(1)), add_rn(a(2), a(3))),
+                                   add_rn(add_rn(a(4), a(5)), add_rn(a(6), a(7))));
           store_served(out.raw_data(), dtype, ((r * n + i) * heads + h) * d + c,
                        div_rn(sum, partial[0]));
         }

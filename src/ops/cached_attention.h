@@ -17,8 +17,9 @@
 //   e_j     = exp_f32(s_j - m)                             (core/activations.h, one body)
 //   sum     = 32 partial sums p_l over j = l, l + 32, ... in order, then
 //             p_l <- p_l + p_(l xor o) for o = 16, 8, 4, 2, 1; sum = p_0
-//   a_g,c   = fma over j = g, g + 2, g + 4, ... of e_j v_jc, from 0   (g = 0, 1)
-//   out[r, i, h, c] = T((a_0,c + a_1,c) / sum)
+//   a_g,c   = fma over j = g, g + 8, g + 16, ... of e_j v_jc, from 0   (g = 0 .. 7)
+//   out[r, i, h, c] = T((((a_0,c + a_1,c) + (a_2,c + a_3,c)) + ((a_4,c + a_5,c) + (a_6,c + a_7,c)))
+//                       / sum)
 //
 // with b = r / (R / B) the key row of query row r (beam search: the K beams of
 // an utterance read its one encoder row). The CPU body computes exactly this

@@ -20,8 +20,12 @@ using act::detail::sub_rn;
 constexpr int kHeadDim = 64;
 constexpr int kThreads = 128;
 constexpr int kWarps = kThreads / 32;
-constexpr int kColumnGroups = kThreads / kHeadDim;  // the definition's g = 0, 1
-static_assert(kColumnGroups == 2, "the definition sums columns in two interleaved groups");
+// The weighted sum: the definition's 8 interleaved key groups, 16 threads a
+// group, 4 adjacent columns a thread (one 8-byte float16 load per key).
+constexpr int kValueGroups = 8;
+constexpr int kGroupThreads = kThreads / kValueGroups;
+constexpr int kColumns = kHeadDim / kGroupThreads;
+static_assert(kColumns == 4, "a thread sums 4 adjacent columns");
 
 // Element (b, t, h, 0) of a [B, T, H, d] operand: data + b sb + t st + h sh.
 struct Operand {
@@ -79,13 +83,23 @@ __device__ __forceinline__ float score(const Args& a, const float* query, int64_
   return s;
 }
 
+// v_jc for the kColumns columns from c0 of key row j, one load.
 template <typename T, bool kFp8>
-__device__ __forceinline__ float value_at(const Args& a, int64_t b, int j, int h, int c) {
+__device__ __forceinline__ void values_at(const Args& a, int64_t b, int j, int h, int c0,
+                                          float (&v)[kColumns]) {
   if constexpr (kFp8) {
-    return dequantized<T>(element<uint8_t>(a.values, b, j, h)[c],
-                          *element<float>(a.value_scales, b, j, h));
+    const float scale = *element<float>(a.value_scales, b, j, h);
+    const uint32_t codes =
+        *reinterpret_cast<const uint32_t*>(element<uint8_t>(a.values, b, j, h) + c0);
+#pragma unroll
+    for (int k = 0; k < kColumns; ++k) v[k] = dequantized<T>((codes >> (8 * k)) & 0xFFu, scale);
   } else {
-    return to_float(element<T>(a.values, b, j, h)[c]);
+    struct alignas(kColumns * sizeof(T)) Run {
+      T x[kColumns];
+    };
+    const Run run = *reinterpret_cast<const Run*>(element<T>(a.values, b, j, h) + c0);
+#pragma unroll
+    for (int k = 0; k < kColumns; ++k) v[k] = to_float(run.x[k]);
   }
 }
 
@@ -94,7 +108,7 @@ __global__ void __launch_bounds__(kThreads) cached_attention_kernel(Args a) {
   extern __shared__ float weights[];  // s_j, then e_j
   __shared__ float query[kHeadDim];
   __shared__ float warp_max[kWarps];
-  __shared__ float second_group[kHeadDim];
+  __shared__ float group_sums[kValueGroups][kHeadDim];
   __shared__ float total;
   const int h = static_cast<int>(blockIdx.x);
   const int i = static_cast<int>(blockIdx.y);
@@ -131,17 +145,25 @@ __global__ void __launch_bounds__(kThreads) cached_attention_kernel(Args a) {
     }
     if (lane == 0) total = partial;
   }
-  const int c = t % kHeadDim;
-  const int g = t / kHeadDim;
-  float acc = 0.0f;
-  for (int j = g; j < seen; j += kColumnGroups) {
-    acc = fma_rn(weights[j], value_at<T, kFp8>(a, b, j, h, c), acc);
+  const int g = t / kGroupThreads;
+  const int c0 = (t % kGroupThreads) * kColumns;
+  float acc[kColumns] = {};
+  for (int j = g; j < seen; j += kValueGroups) {
+    const float w = weights[j];
+    float v[kColumns];
+    values_at<T, kFp8>(a, b, j, h, c0, v);
+#pragma unroll
+    for (int k = 0; k < kColumns; ++k) acc[k] = fma_rn(w, v[k], acc[k]);
   }
-  if (g == 1) second_group[c] = acc;
+#pragma unroll
+  for (int k = 0; k < kColumns; ++k) group_sums[g][c0 + k] = acc[k];
   __syncthreads();
-  if (g == 0) {
+  if (t < kHeadDim) {
+    const auto s = [&](int group) { return group_sums[group][t]; };
+    const float sum = add_rn(add_rn(add_rn(s(0), s(1)), add_rn(s(2), s(3))),
+                             add_rn(add_rn(s(4), s(5)), add_rn(s(6), s(7))));
     T* out = static_cast<T*>(a.out) + ((r * a.steps + i) * a.heads + h) * kHeadDim;
-    out[c] = from_float<T>(div_rn(add_rn(acc, second_group[c]), total));
+    out[t] = from_float<T>(div_rn(sum, total));
   }
 }
 

@@ -3,7 +3,8 @@
 // sequential fma chain over the 64 dims from 16-byte loads of the key row,
 // e4m3 codes dequantized in registers), the scores stay in shared memory,
 // warp 0 sums the exponentials in the definition's 32 partials and
-// butterfly, and thread (g, c) accumulates column c over keys j = g mod 2.
+// butterfly, and 8 groups of 16 threads accumulate the weighted values of
+// keys j = g mod 8, 4 adjacent columns a thread (one load per key).
 // Every step of the definition's order is kept, so the bits equal the CPU
 // body's.
 #pragma once
