@@ -25,9 +25,9 @@ using act::detail::sub_rn;
 constexpr int64_t kFusedHeadDim = 64;
 // The definition's interleaved groups of the weighted sum.
 constexpr int64_t kValueGroups = 8;
-// The kernel keeps a query's scores in shared memory (under the 48 KiB a block gets without opting
-// in).
-constexpr int64_t kFusedMaxKeys = 12000;
+// The kernel keeps a query's scores in shared memory: 4 bytes a key next to
+// 2324 bytes of its own, under the 48 KiB a block gets without opting in.
+constexpr int64_t kFusedMaxKeys = 11264;
 
 bool served(DType dtype) {
   return dtype == DType::kF32 || dtype == DType::kF16 || dtype == DType::kBF16;

@@ -53,7 +53,7 @@ struct CachedAttentionInputs {
 std::string cached_attention_refusal(const CachedAttentionInputs& in);
 
 // Whether the CUDA kernel serves `in` (CUDA, d = 64, 16-byte aligned rows,
-// key_count <= 12000): the decoder uses the unfused products otherwise.
+// key_count <= 11264): the decoder uses the unfused products otherwise.
 bool cached_attention_fusable(const CachedAttentionInputs& in);
 
 // The definition above as [R, n, H * d] in T (heads merged in order). CPU

@@ -6,6 +6,8 @@
 #include <cstddef>
 #include <utility>
 
+#include "core/error.h"
+
 namespace oasr::server {
 namespace {
 
@@ -24,6 +26,8 @@ bool same_options(const engine::DecodeOverrides& a, const engine::DecodeOverride
 
 std::vector<size_t> choose_batch(std::span<const size_t> lengths, std::span<const uint8_t> eligible,
                                  size_t max_batch) {
+  OASR_CHECK(eligible.size() == lengths.size(), kInternal, "choose_batch: ", eligible.size(),
+             " eligibility flags for ", lengths.size(), " queued jobs");
   if (lengths.empty()) return {};
   const auto length = [&](size_t i) { return static_cast<double>(lengths[i]); };
   std::vector<std::pair<double, size_t>> candidates;  // (distance to the oldest's length, index)
@@ -63,6 +67,7 @@ Batcher::Admission Batcher::submit(BatchJob job) {
     std::lock_guard lock(mutex_);
     if (stopping_) return Admission::kStopping;
     if (queue_.size() >= options_.max_queue) return Admission::kQueueFull;
+    job.enqueued = std::chrono::steady_clock::now();
     queue_.push_back(std::move(job));
   }
   arrived_.notify_one();
@@ -92,7 +97,7 @@ std::vector<BatchJob> Batcher::take_batch(std::unique_lock<std::mutex>& lock) {
   if (queue_.empty()) return {};
   // Wait for company: until the batch is full, the oldest job has waited
   // max_delay, or the server stops (then whatever is queued goes now).
-  const auto oldest_until = std::chrono::steady_clock::now() + options_.max_delay;
+  const auto oldest_until = queue_.front().enqueued + options_.max_delay;
   arrived_.wait_until(lock, oldest_until, [&] {
     return stopping_ || queue_.size() >= static_cast<size_t>(options_.max_batch);
   });

@@ -29,6 +29,9 @@ struct BatchJob {
   engine::DecodeOverrides overrides;
   std::string label;  // starts an error's message
   std::chrono::steady_clock::time_point deadline;
+  // Set by Batcher::submit: the batch waits for company until the oldest
+  // job has waited max_delay since then (not again after each batch).
+  std::chrono::steady_clock::time_point enqueued;
   // Called exactly once, on the worker thread: the transcript or the error
   // (kUnsupported "timed out" when the deadline passed before decoding).
   std::function<void(engine::UtteranceResult)> done;
@@ -45,7 +48,7 @@ struct BatcherOptions {
 // shares job 0's decode options. Job 0 always goes; the eligible others join
 // nearest length first (ties: older first) while the longest stays within
 // 1.5 times the shortest, up to max_batch jobs. The chosen indices,
-// ascending.
+// ascending. lengths and eligible have one entry per queued job.
 std::vector<size_t> choose_batch(std::span<const size_t> lengths, std::span<const uint8_t> eligible,
                                  size_t max_batch);
 

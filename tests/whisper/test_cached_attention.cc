@@ -254,6 +254,14 @@ TEST(CachedAttention, CudaBodyEqualsTheCpuBodyBitForBit) {
       expect_same_bits(ops::cached_attention(on(pair.fp8, gpu)), ops::cached_attention(pair.fp8),
                        "fp8 " + label(c, dtype));
     }
+    // The longest the kernel takes (its scores fill the shared memory), and
+    // one key more, which the unfused path must take.
+    const ops::CachedAttentionInputs longest = self_inputs({1, 1, 11264, 11264}, dtype, 47);
+    ASSERT_TRUE(ops::cached_attention_fusable(on(longest, gpu))) << dtype_name(dtype);
+    expect_same_bits(ops::cached_attention(on(longest, gpu)), ops::cached_attention(longest),
+                     std::string("11264 keys ") + dtype_name(dtype));
+    EXPECT_FALSE(
+        ops::cached_attention_fusable(on(self_inputs({1, 1, 11265, 11265}, dtype, 48), gpu)));
     // Whisper's cross-attention: 1500 frames, 5 beams of 3 utterances, strided memory.
     const ops::CachedAttentionInputs cross = cross_inputs(15, 3, 1500, dtype, 43);
     ASSERT_TRUE(ops::cached_attention_fusable(on(cross, gpu))) << dtype_name(dtype);

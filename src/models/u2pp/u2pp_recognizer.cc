@@ -80,7 +80,9 @@ Transcript best_ctc_path(const Tensor& log_probs, const DecodeOptions& options, 
 
 // task(0) .. task(count - 1) on the CPU pool (ops::parallel_for), each
 // row's work independent of the thread that runs it; afterwards the lowest
-// row's exception, if any, is rethrown: what a serial loop would raise.
+// row's exception of this phase, if any, is rethrown (a batch runs its
+// phases one after another, so a later row's search error now comes before
+// an earlier row's rescoring error; the engine then retries the rows alone).
 void for_each_row(int64_t count, const std::function<void(int64_t)>& task) {
   std::vector<std::exception_ptr> errors(static_cast<size_t>(count));
   ops::parallel_for(count, [&](int64_t i) {
