@@ -26,7 +26,7 @@ constexpr int64_t kFusedHeadDim = 64;
 // The definition's interleaved groups of the weighted sum.
 constexpr int64_t kValueGroups = 8;
 // The kernel keeps a query's scores in shared memory: 4 bytes a key next to
-// 2324 bytes of its own, under the 48 KiB a block gets without opting in.
+// 2436 bytes of its own, under the 48 KiB a block gets without opting in.
 constexpr int64_t kFusedMaxKeys = 11264;
 
 bool served(DType dtype) {

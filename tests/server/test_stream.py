@@ -4,12 +4,17 @@ streams get an error message naming the problem, the server stays up."""
 import asyncio
 import json
 import os
+import sys
 import wave
+from pathlib import Path
 
 import pytest
 import websockets
 
 from conftest import MODEL, Server, cli_transcripts, require_binaries, sound
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "bench"))
+from stream_client import uneven  # noqa: E402  (pieces of 1, 333, 4097, 1, 12000, 7 bytes)
 
 WHISPER = os.environ.get("OASR_WHISPER_DIR", "")
 
@@ -34,17 +39,6 @@ async def stream(url, start, pieces, end=True):
         except websockets.ConnectionClosed:
             pass
         return messages, ws.close_code
-
-
-def uneven(data):
-    """Pieces of 1, 333, 4097, 1, 12000, ... bytes: samples split across messages."""
-    sizes = [1, 333, 4097, 1, 12000, 7]
-    out, pos, i = [], 0, 0
-    while pos < len(data):
-        out.append(data[pos:pos + sizes[i % len(sizes)]])
-        pos += sizes[i % len(sizes)]
-        i += 1
-    return out
 
 
 @pytest.fixture(scope="module")

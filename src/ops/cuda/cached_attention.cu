@@ -19,13 +19,18 @@ using act::detail::sub_rn;
 
 constexpr int kHeadDim = 64;
 constexpr int kThreads = 128;
-constexpr int kWarps = kThreads / 32;
 // The weighted sum: the definition's 8 interleaved key groups, 16 threads a
 // group, 4 adjacent columns a thread (one 8-byte float16 load per key).
 constexpr int kValueGroups = 8;
 constexpr int kGroupThreads = kThreads / kValueGroups;
 constexpr int kColumns = kHeadDim / kGroupThreads;
 static_assert(kColumns == 4, "a thread sums 4 adjacent columns");
+
+// The scores' max: exact in any order; a NaN score is skipped, as the CPU
+// body's std::max skips it.
+struct MaxOp {
+  __device__ __forceinline__ float operator()(float a, float b) const { return fmaxf(a, b); }
+};
 
 // Element (b, t, h, 0) of a [B, T, H, d] operand: data + b sb + t st + h sh.
 struct Operand {
@@ -107,7 +112,7 @@ template <typename T, bool kFp8>
 __global__ void __launch_bounds__(kThreads) cached_attention_kernel(Args a) {
   extern __shared__ float weights[];  // s_j, then e_j
   __shared__ float query[kHeadDim];
-  __shared__ float warp_max[kWarps];
+  __shared__ float scratch[32];  // block_reduce's
   __shared__ float group_sums[kValueGroups][kHeadDim];
   __shared__ float total;
   const int h = static_cast<int>(blockIdx.x);
@@ -126,23 +131,14 @@ __global__ void __launch_bounds__(kThreads) cached_attention_kernel(Args a) {
     weights[j] = s;
     m = fmaxf(m, s);
   }
-#pragma unroll
-  for (int o = 16; o >= 1; o /= 2) m = fmaxf(m, __shfl_xor_sync(0xffffffffu, m, o));
-  if (lane == 0) warp_max[t / 32] = m;
-  __syncthreads();
-  m = warp_max[0];
-#pragma unroll
-  for (int w = 1; w < kWarps; ++w) m = fmaxf(m, warp_max[w]);
+  m = block_reduce(m, MaxOp{}, -FLT_MAX, scratch);
   for (int j = t; j < seen; j += kThreads) weights[j] = exp_f32(sub_rn(weights[j], m));
   __syncthreads();
 
   if (t < 32) {
     float partial = 0.0f;
     for (int j = lane; j < seen; j += 32) partial = add_rn(partial, weights[j]);
-#pragma unroll
-    for (int o = 16; o >= 1; o /= 2) {
-      partial = add_rn(partial, __shfl_xor_sync(0xffffffffu, partial, o));
-    }
+    partial = warp_reduce(partial, SumOp{});  // the definition's butterfly, xor 16 .. 1
     if (lane == 0) total = partial;
   }
   const int g = t / kGroupThreads;
