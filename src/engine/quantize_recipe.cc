@@ -169,7 +169,9 @@ void run_calibration_pass(const CalibrationRun& run, std::shared_ptr<const Tenso
           e.code() == ErrorCode::kInvalidArgument
               ? " -- calibration audio must be at the model's sample rate (" +
                     std::to_string(engine.sample_rate()) +
-                    " Hz); it is not resampled, so convert the manifest's audio first"
+                    " Hz) and is not resampled; convert the manifest's audio first "
+                    "(tools/data/resample_manifest.py MANIFEST OUT_DIR --rate " +
+                    std::to_string(engine.sample_rate()) + " writes a converted copy)"
               : std::string();
       throw Error(e.code(), "calibration utterance '" + entry.id + "' (" +
                                 run.request.calib_manifest.string() + " line " +

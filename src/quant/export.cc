@@ -63,7 +63,14 @@ std::vector<std::pair<std::string, Tensor>> quantized_state_dict(
 
   std::vector<std::pair<std::string, Tensor>> tensors;
   std::set<std::string> written;
+  // Storage of the slots already visited: an optional slot tied to one of
+  // them (Whisper's proj_out shares embed_tokens) is re-tied by the loader.
+  std::set<const void*> visited_storage;
   for (auto& [name, slot] : model.named_parameters()) {
+    const void* storage = slot->value.defined() ? slot->value.raw_data() : nullptr;
+    const bool tied = storage != nullptr && visited_storage.count(storage) > 0;
+    if (storage != nullptr) visited_storage.insert(storage);
+    if (tied && !slot->required && !original.contains(name)) continue;
     const auto want = expected.find(name);
     if (want != expected.end()) {
       const Tensor& value = slot->value;

@@ -20,9 +20,12 @@ another CPU can take other OpenBLAS / SIMD kernels whose float rounding flips
 a close beam decision here and there. Why a small one: a real regression (a
 broken layer, a wrong feature) moves these WERs by tens of points.
 
-A row may also carry "prepare": an `oasr` command run first (e.g. `oasr
-quantize ...` writing a calibrated checkpoint), where `$WORK` names a fresh
-temporary folder that "command" may read too; it is removed afterwards.
+A row may also carry "prepare": a command, or a list of commands, run first
+(e.g. `oasr quantize ...` writing a calibrated checkpoint), where `$WORK`
+names a fresh temporary folder that "command" may read too; it is removed
+afterwards. A prepare command starts with `oasr`, or with `python3` running a
+script of the repository (this interpreter runs it: Whisper's calibration
+audio is resampled to 16 kHz by tools/data/resample_manifest.py).
 
 Rows whose "device" this build cannot run (cuda without a GPU) are skipped
 (exit 77). The eval sets' checksum must match the reference's, otherwise the
@@ -52,9 +55,13 @@ def allowed_extra_errors(tolerance: dict, words: int) -> int:
 def expand_command(command: str, oasr: Path, eval_sets: Path, whisper_tiny_en: Path | None,
                    work: Path | None = None) -> list[str]:
     argv = shlex.split(command)
-    if not argv or argv[0] != "oasr":
-        raise SystemExit(f"error: reference command must start with 'oasr': {command!r}")
-    out = [str(oasr)]
+    if argv and argv[0] == "python3" and work is not None and len(argv) > 1:
+        out = [sys.executable]
+    elif not argv or argv[0] != "oasr":
+        raise SystemExit(f"error: reference command must start with 'oasr' (or, in prepare, "
+                         f"'python3 SCRIPT'): {command!r}")
+    else:
+        out = [str(oasr)]
     for arg in argv[1:]:
         arg = arg.replace("$EVAL_SETS", str(eval_sets))
         if "$WORK" in arg:
@@ -90,7 +97,7 @@ def main() -> int:
         print(f"{label} needs device {row['device']}; skipped on this build")
         return SKIP
 
-    if "$WHISPER_TINY_EN" in row["command"]:
+    if "$WHISPER_TINY_EN" in row["command"] + json.dumps(row.get("prepare", "")):
         tiny = args.whisper_tiny_en
         unavailable = Path(str(tiny) + ".unavailable") if tiny else None
         if tiny is None or not (tiny / "config.json").is_file():
@@ -116,8 +123,9 @@ def main() -> int:
 
 
 def run_row(row: dict, label: str, reference: dict, args: argparse.Namespace, work: Path) -> int:
-    if row.get("prepare"):
-        prepare = expand_command(row["prepare"], args.oasr, args.eval_sets, args.whisper_tiny_en, work)
+    prepares = row.get("prepare") or []
+    for command in [prepares] if isinstance(prepares, str) else prepares:
+        prepare = expand_command(command, args.oasr, args.eval_sets, args.whisper_tiny_en, work)
         print("preparing:", " ".join(shlex.quote(a) for a in prepare), flush=True)
         result = subprocess.run(prepare, cwd=args.source_dir, capture_output=True, text=True)
         if result.returncode != 0:

@@ -43,6 +43,9 @@ std::string convert_report(const WhisperSource& source, const ConvertRequest& re
 
 std::string write_converted(const WhisperSource& source, const ConvertRequest& request,
                             const std::string& origin) {
+  OASR_CHECK(source.quantization.is_null(), kUnsupported, request.source.string(),
+             " is a Whisper checkpoint quantized by oasr quantize (format_version 2); serve it "
+             "as it is, or convert its full-precision original");
   WhisperWriteOptions write_options;
   write_options.force = request.force;
   write_options.dtype = request.dtype;
@@ -95,6 +98,58 @@ SourceLayout hf_layout() {
   return layout;
 }
 
+// A full-precision Whisper directory opened for oasr quantize; writes the
+// same directory with 8-bit weights and oasr_config.json format_version 2.
+class WhisperQuantizableCheckpoint final : public QuantizableCheckpoint {
+ public:
+  explicit WhisperQuantizableCheckpoint(const fs::path& path) : source_(load_whisper_dir(path)) {
+    OASR_CHECK(source_.quantization.is_null(), kInvalidArgument, path.string(),
+               " is already quantized (format_version 2); quantize its full-precision original");
+    MaterializeOptions master;
+    master.dtype = DType::kF32;
+    master.bind = false;
+    master_ = materialize_whisper_model(source_, {}, master).model;
+    layout_ = whisper_quantization_layout(source_.config);
+  }
+  Module& master() override { return *master_; }
+  const quant::QuantLayout& layout() const override { return layout_; }
+  std::shared_ptr<const TensorSource> weights() const override { return source_.weights; }
+  nlohmann::json provenance() const override {
+    return {{"format", source_.converted_from.empty() ? "huggingface" : "oasr whisper"},
+            {"checkpoint", source_.weights_path.filename().string()}};
+  }
+  // Greedy decoding, as the engine decodes by default: the decoder sees its
+  // own tokens step by step through the KV cache, the encoder each 30 s window.
+  std::vector<std::pair<std::string, std::string>> calibration_decode() const override {
+    return {{"decode_method", "greedy_search"}};
+  }
+  std::string calibration_decode_description() const override {
+    return "greedy_search, one utterance at a time (one 30 s window each)";
+  }
+  void write_quantized(
+      std::shared_ptr<const TensorSource> weights, const nlohmann::json& spec,
+      const std::string& note, const fs::path& destination, bool force,
+      const std::vector<std::pair<std::string, std::string>>& extra_files) const override {
+    WhisperSource written = source_;
+    written.weights = std::move(weights);
+    WhisperWriteOptions write;
+    write.force = force;
+    write.converted_from = source_.converted_from.empty()
+                               ? "huggingface " + source_.weights_path.string()
+                               : source_.converted_from;
+    write.quantization = spec;
+    write.notes = source_.notes;
+    write.notes.push_back(note);
+    write.extra_files = extra_files;
+    save_whisper_dir(written, destination, write);
+  }
+
+ private:
+  WhisperSource source_;
+  std::unique_ptr<WhisperModel> master_;
+  quant::QuantLayout layout_;
+};
+
 }  // namespace
 
 Architecture whisper_architecture() {
@@ -111,8 +166,17 @@ Architecture whisper_architecture() {
         materialize_whisper_model(load_whisper_dir(path), quantization, options);
     return MaterializedModel{std::move(loaded.model), std::move(loaded.spec)};
   };
-  architecture.quantization_layout = [](const Module&) { return whisper_quantization_layout(); };
+  architecture.quantization_layout = [](const Module& model) {
+    const auto* whisper = dynamic_cast<const WhisperModel*>(&model);
+    OASR_CHECK(whisper != nullptr, kInternal, "the Whisper quantization layout got a ",
+               model.type_name(), " model, not a WhisperModel");
+    return whisper_quantization_layout(whisper->config());
+  };
   architecture.source_layouts = {ct2_layout(), hf_layout()};
+  architecture.open_for_quantization = [](const fs::path& path) {
+    return std::unique_ptr<QuantizableCheckpoint>(
+        std::make_unique<WhisperQuantizableCheckpoint>(path));
+  };
   return architecture;
 }
 

@@ -39,12 +39,15 @@ WhisperEncoderLayer::WhisperEncoderLayer(int64_t dim, int64_t heads, int64_t ffn
       register_module("self_attn_layer_norm", std::make_shared<layers::LayerNorm>(dim));
   ffn_ = layers::FeedForward(*this, whisper_ffn(dim, ffn_dim));
   final_layer_norm_ = register_module("final_layer_norm", std::make_shared<layers::LayerNorm>(dim));
+  final_layer_norm_->set_adds_residual(true);  // the kernel a linked norm runs
 }
 
+// The norms hand their GEMMs a GemmInput: the served-dtype tensor, or, when
+// linked (a quantized model's pre-norm), the 8-bit input itself.
 Tensor WhisperEncoderLayer::forward(const Tensor& x) const {
-  const Tensor normalized = self_attn_layer_norm_->forward(x);
+  const layers::GemmInput normalized = self_attn_layer_norm_->forward_to_gemm(x);
   const Tensor attended = self_attn_->forward(normalized, normalized, Tensor());
-  const ops::AddLayerNormResult mid = final_layer_norm_->add_forward(attended, x);
+  const layers::LayerNorm::AddResult mid = final_layer_norm_->add_forward_to_gemm(attended, x);
   return ops::add(mid.sum, ffn_.forward(mid.normalized));
 }
 
@@ -63,6 +66,7 @@ WhisperDecoderLayer::WhisperDecoderLayer(int64_t dim, int64_t heads, int64_t ffn
   self_attn_->use_row_dot_projections(/*memory_too=*/true);
   encoder_attn_->use_row_dot_projections(/*memory_too=*/false);
   ffn_.set_cpu_algorithm(ops::LinearAlgorithm::kRowDot);
+  final_layer_norm_->set_adds_residual(true);
 }
 
 Tensor WhisperDecoderLayer::forward(const Tensor& x, layers::KvCache& cache, int64_t layer,
@@ -73,8 +77,8 @@ Tensor WhisperDecoderLayer::forward(const Tensor& x, layers::KvCache& cache, int
   const ops::AddLayerNormResult after_self = encoder_attn_layer_norm_->add_forward(attended, x);
   const Tensor crossed =
       encoder_attn_->forward_cross(after_self.normalized, cross_keys, cross_values, cross_rows);
-  const ops::AddLayerNormResult after_cross =
-      final_layer_norm_->add_forward(crossed, after_self.sum);
+  const layers::LayerNorm::AddResult after_cross =
+      final_layer_norm_->add_forward_to_gemm(crossed, after_self.sum);
   return ops::add(after_cross.sum, ffn_.forward(after_cross.normalized));
 }
 

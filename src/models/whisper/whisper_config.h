@@ -98,6 +98,11 @@ struct WhisperSource {
   std::filesystem::path weights_path;  // model.safetensors / its index / pytorch_model.bin
   // What reading changed or assumed, one line each, for reports.
   std::vector<std::string> notes;
+  // oasr_config.json's "quantization" spec (format_version 2: a checkpoint
+  // `oasr quantize` wrote, its weights already 8-bit); null when the
+  // directory is full precision.
+  nlohmann::json quantization;
+  std::string converted_from;  // oasr_config.json's, when the directory has one
 };
 
 }  // namespace oasr::models

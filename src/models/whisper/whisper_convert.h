@@ -56,6 +56,14 @@ struct WhisperWriteOptions {
   // keeps each tensor's dtype (dequantized ones are float32).
   std::optional<DType> dtype;
   std::string converted_from;  // oasr_config.json's "converted_from"
+  // Set by oasr quantize: the weights are its quantized state dict (8-bit
+  // weights beside their fp32 scales), oasr_config.json gets format_version 2
+  // with this spec and `notes`, and `extra_files` (name, contents) are
+  // written beside (quantization_report.json). Such a directory is oasr's:
+  // transformers cannot load its 8-bit tensors.
+  nlohmann::json quantization;
+  std::vector<std::string> notes;
+  std::vector<std::pair<std::string, std::string>> extra_files;
 };
 
 // Writes `source` in HF layout: config.json, generation_config.json,

@@ -11,7 +11,9 @@
 #include "io/safetensors.h"
 #include "io/torch_checkpoint.h"
 #include "layers/checkpoint_source.h"
+#include "models/native_dir.h"
 #include "models/u2pp/model_source.h"
+#include "models/whisper/whisper_convert.h"
 
 namespace oasr::models {
 
@@ -224,6 +226,48 @@ std::vector<int64_t> id_list(const Found& found, const char* key, const std::str
     out.push_back(id.get<int64_t>());
   }
   return out;
+}
+
+// oasr_config.json, where the directory has one (oasr convert and oasr
+// quantize write it): the architecture must be Whisper's; format_version 2
+// carries the quantization spec of a quantized checkpoint, and only it does.
+void read_oasr_config(const fs::path& dir, WhisperSource& source) {
+  const fs::path path = dir / kNativeConfigName;
+  if (!is_file(path)) return;
+  const std::string what = path.string();
+  const json document = io::read_json_file(path);
+  OASR_CHECK(document.is_object(), kCorruptFile, what, ": is not a JSON object");
+  const auto text = [&](const char* key) {
+    const auto it = document.find(key);
+    OASR_CHECK(it != document.end() && it->is_string(), kCorruptFile, what, ": \"", key,
+               "\" must be a string");
+    return it->get<std::string>();
+  };
+  const std::string architecture = text("architecture");
+  OASR_CHECK(architecture == kWhisperArchitectureName, kCorruptFile, what, ": architecture '",
+             architecture,
+             "' beside a Whisper config.json; a Whisper "
+             "directory's oasr_config.json says \"",
+             kWhisperArchitectureName, "\"");
+  const auto version = document.find("format_version");
+  OASR_CHECK(version != document.end() && version->is_number_integer() &&
+                 (version->get<int64_t>() == 1 || version->get<int64_t>() == 2),
+             kUnsupported, what,
+             ": format_version must be 1 (full precision) or 2 (quantized by oasr quantize)");
+  const bool quantized = version->get<int64_t>() == 2;
+  const auto spec = document.find("quantization");
+  OASR_CHECK((spec != document.end()) == quantized, kCorruptFile, what,
+             quantized ? ": format_version 2 (a quantized checkpoint) needs a \"quantization\" "
+                         "spec, and this one has none"
+                       : ": a \"quantization\" spec needs format_version 2, found 1");
+  if (quantized) {
+    OASR_CHECK(spec->is_object(), kCorruptFile, what, ": \"quantization\" must be an object");
+    source.quantization = *spec;
+  }
+  if (const auto from = document.find("converted_from");
+      from != document.end() && from->is_string()) {
+    source.converted_from = from->get<std::string>();
+  }
 }
 
 }  // namespace
@@ -497,6 +541,7 @@ WhisperSource load_whisper_dir(const fs::path& dir) {
   source.generation = resolve_whisper_generation(has_generation ? &generation : nullptr, config,
                                                  read_whisper_special_tokens(source), source.config,
                                                  dir.string(), source.notes);
+  read_oasr_config(dir, source);
   source.weights = normalise_names(open_weights(dir, source), source);
   return source;
 }

@@ -22,15 +22,24 @@ namespace oasr::models {
 // refuses conv kinds). The embeddings (embed_tokens, both position tables)
 // are not GEMMs and never quantized. proj_out shares embed_tokens' weight.
 // The decoder's self-attention KV cache is autoregressive.
-quant::QuantLayout whisper_quantization_layout();
+//
+// SmoothQuant's folds (spec "SmoothQuant"), per layer: every pre-norm's
+// affine absorbs 1/s of the GEMMs it feeds (q/k/v, the cross-attention's
+// q, fc1); v_proj's rows absorb out_proj's, in self- and cross-attention;
+// fc2 (after GELU) and the cross-attention's k/v (the encoder output) smooth
+// at runtime. fc1 -> fc2 is a GEMM chain. The encoder's two norms and the
+// decoder's final_layer_norm emit 8-bit output when linked.
+quant::QuantLayout whisper_quantization_layout(const WhisperConfig& config);
 
 struct MaterializedWhisper {
   std::unique_ptr<WhisperModel> model;
   quant::QuantizationSpec spec;  // empty when served full precision
 };
 
-// Full-precision sources only (an HF or native format_version 1 directory);
-// `quantization` is applied online.
+// A full-precision source (an HF or format_version 1 directory) is quantized
+// online as `quantization` asks; a format_version 2 one (oasr quantize) is
+// served by its own spec, which `quantization` may only name (spec "Using
+// it"). Bound models get the layout's fused producers linked.
 MaterializedWhisper materialize_whisper_model(const WhisperSource& source,
                                               const quant::QuantizationConfig& quantization = {},
                                               const MaterializeOptions& options = {});

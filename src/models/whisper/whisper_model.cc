@@ -44,9 +44,10 @@ Tensor WhisperEncoder::forward(const Tensor& mel) const {
              "WhisperFeatureExtractor pads it), got ",
              mel.defined() ? mel.str() : std::string("undefined"));
   // The host's float32 log-mel in the served dtype, on the served device
-  // (converted on the host: half the bytes cross for a 16-bit model).
-  const Tensor& weight = conv1_->param("weight");
-  const Tensor input = mel.to(DType::kF32).to(weight.dtype()).to(weight.device());
+  // (converted on the host: half the bytes cross for a 16-bit model). The
+  // position table says which: conv1's weight is int8 under --module-types conv1d.
+  const Tensor& served = embed_positions_->param("weight");
+  const Tensor input = mel.to(DType::kF32).to(served.dtype()).to(served.device());
   const Tensor x = conv2_->forward(conv1_->forward(input));  // [B, d, T]
   // [B, d, T] -> [B, T, d], plus the position table (one row per frame).
   Tensor hidden = ops::add(x.transpose(1, 2).contiguous(), embed_positions_->param("weight"));

@@ -127,12 +127,14 @@ void write_contents(const WhisperSource& source, const fs::path& dir,
                     const WhisperWriteOptions& options) {
   std::vector<std::pair<std::string, Tensor>> tensors;
   DType embed_dtype = DType::kF32;
+  const bool quantized = !options.quantization.is_null();
   for (const std::string& name : source.weights->names()) {
     Tensor tensor = source.weights->get(name);
     const bool floating = tensor.dtype() == DType::kF32 || tensor.dtype() == DType::kF16 ||
                           tensor.dtype() == DType::kBF16;
-    OASR_CHECK(floating, kInvalidArgument, "the Whisper model to write has ", name, " of dtype ",
-               dtype_name(tensor.dtype()), "; a full-precision Whisper holds floating tensors");
+    OASR_CHECK(floating || quantized, kInvalidArgument, "the Whisper model to write has ", name,
+               " of dtype ", dtype_name(tensor.dtype()),
+               "; a full-precision Whisper holds floating tensors");
     if (options.dtype && tensor.dtype() != *options.dtype) tensor = tensor.to(*options.dtype);
     if (name == "model.decoder.embed_tokens.weight") embed_dtype = tensor.dtype();
     tensors.emplace_back(name, std::move(tensor));
@@ -169,9 +171,16 @@ void write_contents(const WhisperSource& source, const fs::path& dir,
   }
   ordered_json oasr_config;
   oasr_config["architecture"] = kWhisperArchitectureName;
-  oasr_config["format_version"] = 1;
+  oasr_config["format_version"] = quantized ? 2 : 1;
   oasr_config["converted_from"] = options.converted_from;
+  if (quantized) {
+    oasr_config["notes"] = options.notes;
+    oasr_config["quantization"] = options.quantization;
+  }
   write_file_synced(dir / kNativeConfigName, dump(oasr_config));
+  for (const auto& [name, contents] : options.extra_files) {
+    write_file_synced(dir / name, contents);
+  }
 }
 
 }  // namespace
