@@ -20,7 +20,14 @@
 #   4. the in-place decoder attention (ops/cached_attention.h) against the
 #      unfused products in the same run: oasr bench whisper at batch 16,
 #      greedy and 5 beams, float16 and the fp8 KV cache, with
-#      OASR_FUSED_ATTENTION=1 and =0.
+#      OASR_FUSED_ATTENTION=1 and =0;
+#   5. `oasr quantize` recipes (CALIB: a 16 kHz calibration manifest, e.g.
+#      tools/data/resample_manifest.py's copy of the eval sets' calib.jsonl),
+#      calibrated on the GPU in float32: each checkpoint's `oasr eval` on
+#      MANIFEST (float16, greedy; beam 5 for the fused one) and `oasr bench
+#      whisper` at batch 16 and 1, greedy, beside float16 and online
+#      int8_w8a8 in the same step; online int8_w8a8 with the fused producers
+#      off (OASR_QUANT_FUSION=0) must give the same hypotheses as with them on.
 # Usage: bench/whisper_cuda.sh BIN_DIR MODEL_DIR MANIFEST ORACLE_DIR OUT [steps, default 123]
 #   BIN_DIR holds oasr, whisper_kv_cache, whisper_search and whisper_model_tiny_en; MODEL_DIR
 #   the Hugging Face directory `oasr convert` wrote (the oracle's metadata
@@ -105,6 +112,61 @@ if want 4; then
           ${kv:+--quantization-option "$kv"} 2>> "$out/bench.err" |
           sed "s/^{/{\"fused_attention\":$fused,/" | tee -a "$out/bench_fused.jsonl"
       done
+    done
+  done
+fi
+
+if want 5; then
+  calib=${CALIB:?step 5 needs CALIB, a 16 kHz calibration manifest}
+  quantized=${QUANTIZED_DIR:-$out/quantized}
+  mkdir -p "$quantized"
+  recipes=(
+    "sq_w8a8_fused --recipe smoothquant_w8a8_fused"
+    "sq_w8a8_fused_conv1d --recipe smoothquant_w8a8_fused --module-types linear,conv1d"
+    "sq_w8a8 --recipe smoothquant_w8a8"
+    "int8_rtn --recipe int8_w8a8_rtn"
+    "sq_fp8_fused --recipe smoothquant_fp8_w8a8_fused"
+    "fp8_rtn --recipe fp8_w8a8_rtn"
+  )
+  for entry in "${recipes[@]}"; do
+    read -r name flags <<< "$entry"
+    calib_flags=(--calib-manifest "$calib" --calib-device cuda)
+    [[ $name == *rtn && $flags != *conv1d* ]] && calib_flags=()
+    start=$SECONDS
+    # shellcheck disable=SC2086
+    "$bin/oasr" quantize "$model" "$quantized/$name" $flags "${calib_flags[@]}" --force \
+      > "$out/quantize_$name.log" 2>&1
+    echo "quantize $name: exit $? in $((SECONDS - start)) s"
+    start=$SECONDS
+    "$bin/oasr" eval --ckpt-dir "$quantized/$name" --manifest "$manifest" --output-format json \
+      --device cuda --dtype float16 > "$out/eval_q_$name.json" 2> "$out/eval_q_$name.err"
+    echo "eval $name: exit $? in $((SECONDS - start)) s: $(tail -c 200 "$out/eval_q_$name.json")"
+  done
+  "$bin/oasr" eval --ckpt-dir "$quantized/sq_w8a8_fused" --manifest "$manifest" \
+    --output-format json --device cuda --dtype float16 --decode-method beam_search \
+    > "$out/eval_q_sq_w8a8_fused_beam5.json" 2> "$out/eval_q_sq_w8a8_fused_beam5.err"
+  for fusion in 1 0; do
+    OASR_QUANT_FUSION=$fusion "$bin/oasr" eval --ckpt-dir "$model" --manifest "$manifest" \
+      --output-format json --device cuda --dtype float16 --quantization int8_w8a8 \
+      > "$out/eval_int8_fusion$fusion.json" 2> "$out/eval_int8_fusion$fusion.err"
+  done
+  if cmp -s "$out/eval_int8_fusion1.json" "$out/eval_int8_fusion0.json"; then
+    echo "online int8_w8a8: fused producers on == off (identical eval JSON)"
+  else
+    echo "online int8_w8a8: fused producers on != off"
+  fi
+  for batch in 16 1; do
+    for target in "fp16 $model" "int8_online $model --quantization int8_w8a8" \
+                  "sq_w8a8_fused $quantized/sq_w8a8_fused" \
+                  "sq_w8a8_fused_conv1d $quantized/sq_w8a8_fused_conv1d" \
+                  "sq_fp8_fused $quantized/sq_fp8_fused"; do
+      read -r name dir extra <<< "$target"
+      # shellcheck disable=SC2086
+      "$bin/oasr" bench whisper --ckpt-dir "$dir" --manifest "$manifest" \
+        --utterances "$utterances" --warmup 2 --repeats "${REPEATS:-5}" --device cuda \
+        --dtype float16 --max-batch-size "$batch" --decode-method greedy_search --no-baseline \
+        $extra 2>> "$out/bench.err" | sed "s/^{/{\"checkpoint\":\"$name\",/" |
+        tee -a "$out/bench_quantized.jsonl"
     done
   done
 fi
