@@ -101,6 +101,9 @@ def main():
                     local_files_only=True,
                     **{dtype_key: dtype}).to(args.device).eval()
                 generate_kwargs = dict(num_beams=args.num_beams, do_sample=False)
+                if getattr(model.generation_config, "is_multilingual", False):
+                    # oasr's prompt: English, transcribe (no language detection step).
+                    generate_kwargs.update(language="en", task="transcribe")
                 if compile_mode != "none":
                     model.generation_config.cache_implementation = "static"
                     model.forward = torch.compile(model.forward, mode=compile_mode,

