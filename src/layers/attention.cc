@@ -11,6 +11,7 @@
 #include "ops/elementwise.h"
 #include "ops/embedding.h"
 #include "ops/gemm.h"
+#include "ops/kv_fp8.h"
 #include "ops/softmax.h"
 
 namespace oasr::layers {
@@ -273,17 +274,28 @@ std::pair<Tensor, Tensor> MultiHeadAttention::project_memory(const GemmInput& me
   return {split_heads(key_->forward(memory), heads_), split_heads(value_->forward(memory), heads_)};
 }
 
-Tensor MultiHeadAttention::forward_cross(const Tensor& x, const Tensor& keys, const Tensor& values,
+Tensor MultiHeadAttention::forward_cross(const Tensor& x, const AttentionMemory& memory,
                                          std::span<const int64_t> cross_rows) const {
   check_input(x.shape(), "input");
   const int64_t rows = x.size(0);
   const int64_t steps = x.size(1);
-  OASR_CHECK(keys.defined() && keys.dim() == 4 && keys.size(1) == heads_ &&
-                 keys.size(3) == head_dim_ && values.defined() && values.shape() == keys.shape(),
+  const Tensor& stored_keys = memory.keys;
+  OASR_CHECK(stored_keys.defined() && stored_keys.dim() == 4 && stored_keys.size(1) == heads_ &&
+                 stored_keys.size(3) == head_dim_ && memory.values.defined() &&
+                 memory.values.shape() == stored_keys.shape(),
              kInvalidArgument, path(), ": cross-attention keys and values must be [B, ", heads_,
              ", frames, ", head_dim_, "] (project_memory's), got ",
-             keys.defined() ? shape_str(keys.shape()) : std::string("undefined"));
-  const int64_t memory_rows = keys.size(0);
+             stored_keys.defined() ? shape_str(stored_keys.shape()) : std::string("undefined"));
+  if (memory.fp8()) {
+    const Shape scale_shape = {stored_keys.size(0), heads_, stored_keys.size(2), 1};
+    OASR_CHECK(stored_keys.dtype() == DType::kU8 && memory.values.dtype() == DType::kU8 &&
+                   memory.value_scales.defined() && memory.key_scales.shape() == scale_shape &&
+                   memory.value_scales.shape() == scale_shape,
+               kInvalidArgument, path(),
+               ": fp8 cross-attention memory must be uint8 codes with float32 scales ",
+               shape_str(scale_shape));
+  }
+  const int64_t memory_rows = stored_keys.size(0);
   OASR_CHECK(static_cast<int64_t>(cross_rows.size()) == rows, kInvalidArgument, path(), ": ",
              cross_rows.size(), " cross rows given for ", rows, " decoder rows (one per row)");
   bool identity = memory_rows == rows;
@@ -304,10 +316,23 @@ Tensor MultiHeadAttention::forward_cross(const Tensor& x, const Tensor& keys, co
   }
   if (folded && q.device().is_cuda()) {
     // Row r reads memory row r / per_row: the in-place kernel's own mapping.
-    const Tensor fused = in_place_attention(q, keys.transpose(1, 2), values.transpose(1, 2),
-                                            Tensor(), Tensor(), keys.size(2), false);
+    const auto tokens_major = [](const Tensor& t) { return t.defined() ? t.transpose(1, 2) : t; };
+    const Tensor fused = in_place_attention(
+        q, tokens_major(memory.keys), tokens_major(memory.values), tokens_major(memory.key_scales),
+        tokens_major(memory.value_scales), stored_keys.size(2), false);
     if (fused.defined()) return fused;
   }
+  // The other paths read the served dtype: the values the kernel reads,
+  // dequantized once per call.
+  const auto served = [&](const Tensor& data, const Tensor& scales) {
+    if (!scales.defined()) return data;
+    const int64_t vectors = data.numel() / head_dim_;
+    return ops::dequantize_pow2_e4m3(data.contiguous().view({vectors, head_dim_}),
+                                     scales.contiguous().view({vectors}), q.dtype())
+        .view(data.shape());
+  };
+  const Tensor keys = served(memory.keys, memory.key_scales);
+  const Tensor values = served(memory.values, memory.value_scales);
   if (identity) return out_->forward(context(split_heads(q, heads_), keys, values, Tensor()));
   if (folded) {
     const Tensor grouped = q.contiguous().view({memory_rows, per_row * steps, dim_});

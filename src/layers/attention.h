@@ -51,6 +51,16 @@ struct AttentionSpec {
   float score_scale = 0.0f;
 };
 
+// The keys and values of a cross-attention memory, [B, heads, T, head_dim]
+// (project_memory's layout): the served dtype, or, under the fp8 KV cache,
+// uint8 float8_e4m3fn codes of that shape with float32 power-of-two scales
+// [B, heads, T, 1] (one per token and head; ops/kv_fp8.h).
+struct AttentionMemory {
+  Tensor keys, values;
+  Tensor key_scales, value_scales;  // fp8 only
+  bool fp8() const { return key_scales.defined(); }
+};
+
 class MultiHeadAttention : public Module {
  public:
   explicit MultiHeadAttention(const AttentionSpec& spec);
@@ -79,10 +89,11 @@ class MultiHeadAttention : public Module {
   // [B, heads, T, head_dim] of an encoder output [B, T, D].
   std::pair<Tensor, Tensor> project_memory(const GemmInput& memory) const;
   // Cross-attention: x [R, n, D]; row r attends memory row cross_rows[r] of
-  // keys / values [B, heads, T, head_dim]. Rows reading the same memory row
-  // go through one product per head, so R beams over one utterance never
-  // copy its keys.
-  Tensor forward_cross(const Tensor& x, const Tensor& keys, const Tensor& values,
+  // `memory` (AttentionMemory, below). Rows reading the same memory row go
+  // through one product per head, so R beams over one utterance never copy
+  // its keys. fp8 memory is read in place by the CUDA kernel, and
+  // dequantized (ops/kv_fp8.h) for the other paths.
+  Tensor forward_cross(const Tensor& x, const AttentionMemory& memory,
                        std::span<const int64_t> cross_rows) const;
 
   // A decoder step has a few rows (beams x utterances x new tokens): the

@@ -79,7 +79,8 @@ std::string chain_link_refusal(const layers::QuantizableLayer* producer,
 // "encoder.encoders.3" for "encoder.encoders.3.self_attn.linear_q": an
 // encoder module path up to its first numeric component; "" otherwise.
 std::string encoder_block_of(const std::string& path) {
-  if (path.rfind("encoder.", 0) != 0) return "";
+  // U2++'s "encoder.encoders.N", Hugging Face's "model.encoder.layers.N".
+  if (path.rfind("encoder.", 0) != 0 && path.rfind("model.encoder.", 0) != 0) return "";
   size_t start = 0;
   while (start < path.size()) {
     size_t end = path.find('.', start);

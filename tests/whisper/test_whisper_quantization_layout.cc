@@ -6,8 +6,8 @@
 // producer and consumer would change the logits by far more than rounding.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
-#include <random>
 #include <set>
 
 #include "layers/module.h"
@@ -15,60 +15,24 @@
 #include "models/whisper/whisper_materialize.h"
 #include "quant/algorithms/smoothquant.h"
 #include "quant/apply.h"
+#include "quant/apply_links.h"
 #include "quant/calibration/observers.h"
+#include "random_whisper_model.h"
 
 namespace oasr::models {
 namespace {
 
+using testing::random_whisper_mel;
+using testing::random_whisper_model;
+
 WhisperConfig small_config() {
-  WhisperConfig c;
-  c.num_mel_bins = 16;
-  c.d_model = 64;
-  c.encoder_layers = 2;
-  c.decoder_layers = 2;
-  c.encoder_attention_heads = 4;
-  c.decoder_attention_heads = 4;
-  c.encoder_ffn_dim = 128;
-  c.decoder_ffn_dim = 128;
-  c.vocab_size = 96;
-  c.max_source_positions = 24;
-  c.max_target_positions = 16;
-  return c;
+  return testing::small_whisper_config();
 }
-
-// Random weights; each norm's gamma spans two decades across channels, so the
-// activations have the outlier channels SmoothQuant exists for and every
-// fold moves the weights by much more than rounding.
-std::unique_ptr<WhisperModel> random_model(const WhisperConfig& config) {
-  auto model = std::make_unique<WhisperModel>(config);
-  std::mt19937 rng(7);
-  std::normal_distribution<float> normal(0.0f, 1.0f);
-  std::vector<std::pair<std::string, Tensor>> tensors;
-  for (auto& [name, slot] : model->named_parameters()) {
-    if (!slot->required) continue;
-    Tensor t = Tensor::empty(slot->shape, DType::kF32);
-    float* data = t.data<float>();
-    const bool norm = name.find("layer_norm") != std::string::npos;
-    for (int64_t i = 0; i < t.numel(); ++i) {
-      if (norm && name.ends_with(".weight")) {
-        data[i] = std::pow(10.0f, 2.0f * static_cast<float>(i % 7) / 6.0f - 1.0f);
-      } else {
-        data[i] = 0.15f * normal(rng);
-      }
-    }
-    tensors.emplace_back(name, std::move(t));
-  }
-  model->load(OrderedTensorSource(std::move(tensors)));
-  return model;
+std::unique_ptr<WhisperModel> random_model(const WhisperConfig& c) {
+  return random_whisper_model(c);
 }
-
-Tensor random_mel(const WhisperConfig& config) {
-  std::mt19937 rng(11);
-  std::normal_distribution<float> normal(0.0f, 1.0f);
-  Tensor mel =
-      Tensor::empty({1, config.num_mel_bins, 2 * config.max_source_positions}, DType::kF32);
-  for (int64_t i = 0; i < mel.numel(); ++i) mel.data<float>()[i] = normal(rng);
-  return mel;
+Tensor random_mel(const WhisperConfig& c) {
+  return random_whisper_mel(c);
 }
 
 // Encoder output and the logits of a 4-token decoder prefix, as float32.
@@ -134,6 +98,12 @@ TEST(WhisperQuantizationLayout, SmoothQuantFoldsKeepTheFunction) {
   observe_all(*model, nullptr);
 
   const quant::QuantLayout layout = whisper_quantization_layout(config);
+  const auto gamma = [&] {
+    return quant::modules_by_path(*model)
+        .at("model.encoder.layers.0.self_attn_layer_norm")
+        ->param("weight");
+  };
+  const Tensor gamma_before = gamma().clone();
   std::set<std::string> quantized;
   for (const quant::SmoothGroup& group : layout.smooth_groups) {
     quantized.insert(group.consumers.begin(), group.consumers.end());
@@ -170,8 +140,42 @@ TEST(WhisperQuantizationLayout, SmoothQuantFoldsKeepTheFunction) {
   // place (through a GELU, or into a norm with a second reader) moves the
   // outputs by O(1) relative.
   EXPECT_LT(max_diff, 1e-4 * max_abs) << "max |after - before| " << max_diff << " of " << max_abs;
-  // And the folds were not no-ops: the smoothed weights differ.
-  EXPECT_FALSE(result.report.empty());
+  // And the folds were not no-ops: a folded norm's gamma moved.
+  const Tensor gamma_after = gamma();
+  double moved = 0.0;
+  for (int64_t i = 0; i < gamma_after.numel(); ++i) {
+    moved = std::max(moved, std::abs(static_cast<double>(gamma_after.data<float>()[i]) -
+                                     gamma_before.data<float>()[i]));
+  }
+  EXPECT_GT(moved, 1e-3);
+}
+
+// Served quantized, the layout's pre-norm links arm: the encoder's two norms
+// a layer and the decoder's final_layer_norm emit their GEMMs' 8-bit input.
+TEST(WhisperQuantizationLayout, LinksArmTheDeclaredNorms) {
+  const WhisperConfig config = small_config();
+  auto model = random_model(config);
+  quant::QuantizationConfig online;
+  online.scheme = "int8_w8a8";
+  quant::SpecOptions options;
+  options.online = true;
+  const quant::QuantLayout layout = whisper_quantization_layout(config);
+  const quant::QuantizationSpec spec = quant::spec_from_config(online, *model, layout, options);
+  quant::quantize_model_online(*model, spec);
+  quant::BindOptions bind;
+  bind.device = Device::cpu();
+  quant::bind_quantization(*model, bind);
+  const quant::LinkSummary links = quant::link_quantization(*model, layout);
+  EXPECT_EQ(links.norm_links, 2 * config.encoder_layers + config.decoder_layers);
+  EXPECT_EQ(links.chain_links, 0);  // fc2 quantizes per token online: no static scale to chain to
+  // Per encoder layer, the standalone quantizes left: out_proj's and fc2's.
+  EXPECT_EQ(links.standalone_quantize_launches_per_block, (std::vector<int64_t>{2, 2}));
+  const auto before = run(*model, random_mel(config));
+  quant::LinkOptions off;
+  off.enabled = false;
+  EXPECT_EQ(quant::link_quantization(*model, layout, off).norm_links, 0);
+  // The fused producers give the unfused pairs' bits.
+  EXPECT_EQ(run(*model, random_mel(config)), before);
 }
 
 }  // namespace

@@ -46,10 +46,11 @@ class WhisperDecoderLayer : public Module {
  public:
   WhisperDecoderLayer(int64_t dim, int64_t heads, int64_t ffn_dim);
 
-  // x [R, n, D]; `layer` is this layer's index in the cache; cross_keys /
-  // cross_values [B, heads, T, head_dim] with row r reading cross_rows[r].
-  Tensor forward(const Tensor& x, layers::KvCache& cache, int64_t layer, const Tensor& cross_keys,
-                 const Tensor& cross_values, std::span<const int64_t> cross_rows) const;
+  // x [R, n, D]; `layer` is this layer's index in the cache; `cross` is
+  // this layer's cross-attention memory (layers::AttentionMemory), row r
+  // reading cross_rows[r].
+  Tensor forward(const Tensor& x, layers::KvCache& cache, int64_t layer,
+                 const layers::AttentionMemory& cross, std::span<const int64_t> cross_rows) const;
 
   const layers::MultiHeadAttention& encoder_attn() const { return *encoder_attn_; }
 

@@ -4,6 +4,7 @@
 
 #include "core/error.h"
 #include "ops/elementwise.h"
+#include "ops/kv_fp8.h"
 
 namespace oasr::models {
 namespace {
@@ -71,8 +72,8 @@ WhisperDecoder::WhisperDecoder(const WhisperConfig& config)
   layer_norm_ = register_module("layer_norm", std::make_shared<layers::LayerNorm>(d));
 }
 
-Tensor WhisperDecoder::forward(const Tensor& tokens, const std::vector<Tensor>& cross_keys,
-                               const std::vector<Tensor>& cross_values,
+Tensor WhisperDecoder::forward(const Tensor& tokens,
+                               const std::vector<layers::AttentionMemory>& cross,
                                std::span<const int64_t> cross_rows, layers::KvCache& cache) const {
   const int64_t start = cache.length();
   const int64_t steps = tokens.size(1);
@@ -85,8 +86,7 @@ Tensor WhisperDecoder::forward(const Tensor& tokens, const std::vector<Tensor>& 
   const Tensor ids = tokens.to(positions.device());
   Tensor hidden = ops::add(embed_tokens_->forward(ids), positions.contiguous());
   for (size_t l = 0; l < layers_.size(); ++l) {
-    hidden = layers_[l]->forward(hidden, cache, static_cast<int64_t>(l), cross_keys[l],
-                                 cross_values[l], cross_rows);
+    hidden = layers_[l]->forward(hidden, cache, static_cast<int64_t>(l), cross[l], cross_rows);
   }
   return layer_norm_->forward(hidden);
 }
@@ -129,12 +129,34 @@ WhisperModel::CrossKv WhisperModel::cross_kv(const Tensor& encoder_out) const {
       config_.d_model, "], got ",
       encoder_out.defined() ? shape_str(encoder_out.shape()) : std::string("undefined"));
   CrossKv cross;
+  // fp8: each (frame, head) vector as e4m3 codes and a power-of-two scale,
+  // computed once per utterance, in the layout the served tensors have.
+  const auto store = [&](Tensor x, std::vector<Tensor>& data, std::vector<Tensor>& scales) {
+    if (!fp8_kv_cache_) {
+      data.push_back(std::move(x));
+      return;
+    }
+    const int64_t head_dim = x.size(3);
+    ops::Pow2E4m3 q =
+        ops::quantize_pow2_e4m3(x.contiguous().view({x.numel() / head_dim, head_dim}));
+    data.push_back(q.codes.view(x.shape()));
+    scales.push_back(q.scales.view({x.size(0), x.size(1), x.size(2), 1}));
+  };
   for (const auto& layer : decoder_->layers()) {
     auto [keys, values] = layer->encoder_attn().project_memory(encoder_out);
-    cross.keys.push_back(std::move(keys));
-    cross.values.push_back(std::move(values));
+    store(std::move(keys), cross.keys, cross.key_scales);
+    store(std::move(values), cross.values, cross.value_scales);
   }
   return cross;
+}
+
+layers::AttentionMemory WhisperModel::CrossKv::layer(size_t l) const {
+  layers::AttentionMemory memory{keys.at(l), values.at(l), Tensor(), Tensor()};
+  if (!key_scales.empty()) {
+    memory.key_scales = key_scales.at(l);
+    memory.value_scales = value_scales.at(l);
+  }
+  return memory;
 }
 
 layers::KvCache WhisperModel::make_cache(int64_t rows, int64_t capacity_tokens) const {
@@ -164,8 +186,11 @@ Tensor WhisperModel::decode(const Tensor& tokens, const CrossKv& cross,
   OASR_CHECK(tokens.size(0) == cache.rows(), kInvalidArgument, "Whisper decode: ", tokens.size(0),
              " token rows for a KV cache of ", cache.rows(), " rows");
   const int64_t layers = config_.decoder_layers;
+  const bool fp8_cross = !cross.key_scales.empty();
   OASR_CHECK(static_cast<int64_t>(cross.keys.size()) == layers &&
-                 static_cast<int64_t>(cross.values.size()) == layers,
+                 static_cast<int64_t>(cross.values.size()) == layers &&
+                 (!fp8_cross || (static_cast<int64_t>(cross.key_scales.size()) == layers &&
+                                 static_cast<int64_t>(cross.value_scales.size()) == layers)),
              kInvalidArgument, "Whisper decode: cross holds ", cross.keys.size(), " key and ",
              cross.values.size(), " value tensors for ", layers,
              " decoder layers; compute it with cross_kv()");
@@ -177,7 +202,9 @@ Tensor WhisperModel::decode(const Tensor& tokens, const CrossKv& cross,
              ") is not this model's; create it with make_cache()");
   cache.rollback();  // a step starts from the committed tokens only
   try {
-    const Tensor hidden = decoder_->forward(tokens, cross.keys, cross.values, cross_rows, cache);
+    std::vector<layers::AttentionMemory> memory;
+    for (int64_t l = 0; l < layers; ++l) memory.push_back(cross.layer(static_cast<size_t>(l)));
+    const Tensor hidden = decoder_->forward(tokens, memory, cross_rows, cache);
     Tensor logits = proj_out_->forward(hidden);
     cache.commit();
     return logits;

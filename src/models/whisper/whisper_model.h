@@ -64,9 +64,8 @@ class WhisperDecoder : public Module {
   // The final hidden states [R, n, d] (before the head) of tokens [R, n]
   // at positions cache.length() .. + n - 1; appends to the cache but leaves
   // the commit to the caller.
-  Tensor forward(const Tensor& tokens, const std::vector<Tensor>& cross_keys,
-                 const std::vector<Tensor>& cross_values, std::span<const int64_t> cross_rows,
-                 layers::KvCache& cache) const;
+  Tensor forward(const Tensor& tokens, const std::vector<layers::AttentionMemory>& cross,
+                 std::span<const int64_t> cross_rows, layers::KvCache& cache) const;
 
  private:
   WhisperConfig config_;
@@ -96,9 +95,14 @@ class WhisperModel : public Module {
   Tensor encode(const Tensor& mel) const;
 
   // Cross-attention keys and values of every decoder layer, each
-  // [B, heads, frames, head_dim]: computed once per utterance.
+  // [B, heads, frames, head_dim]: computed once per utterance. Under the fp8
+  // KV cache they are stored as e4m3 codes with one power-of-two scale per
+  // (frame, head), scales [B, heads, frames, 1] (ops/kv_fp8.h); empty
+  // scales otherwise.
   struct CrossKv {
     std::vector<Tensor> keys, values;
+    std::vector<Tensor> key_scales, value_scales;
+    layers::AttentionMemory layer(size_t l) const;
   };
   CrossKv cross_kv(const Tensor& encoder_out) const;
 
@@ -106,8 +110,8 @@ class WhisperModel : public Module {
   // tokens each (at most max_target_positions: the learned positions end there).
   layers::KvCache make_cache(int64_t rows, int64_t capacity_tokens) const;
   // Caches made afterwards store the self-attention keys and values in fp8
-  // (quantization kv_cache=fp8_e4m3; layers/kv_cache.h). The cross-attention
-  // keys and values stay in the served dtype.
+  // (quantization kv_cache=fp8_e4m3; layers/kv_cache.h), and cross_kv()
+  // stores the cross-attention's in fp8 too.
   void set_fp8_kv_cache(bool on) { fp8_kv_cache_ = on; }
   bool fp8_kv_cache() const { return fp8_kv_cache_; }
 
