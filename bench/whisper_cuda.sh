@@ -29,6 +29,10 @@
 #      int8_w8a8 in the same step; online int8_w8a8 with the fused producers
 #      off (OASR_QUANT_FUSION=0) must give the same hypotheses as with them on.
 # Usage: bench/whisper_cuda.sh BIN_DIR MODEL_DIR MANIFEST ORACLE_DIR OUT [steps, default 123]
+#   Step 3's grid narrows with BATCHES (default "16 1"), METHODS
+#   ("greedy_search beam_search"), SCHEMES ("none int8_w8a8 fp8_w8a8 kv_fp8")
+#   and GREEDY_COMPILE (the peer's compile modes at greedy,
+#   "none,default,reduce-overhead").
 #   BIN_DIR holds oasr, whisper_kv_cache, whisper_search and whisper_model_tiny_en; MODEL_DIR
 #   the Hugging Face directory `oasr convert` wrote (the oracle's metadata
 #   names its path); OUT receives the logs and JSON lines.
@@ -41,6 +45,7 @@ out=$5
 steps=${6:-123}
 utterances=${UTTERANCES:-40}
 mkdir -p "$out"
+status=0
 want() { [[ $steps == *$1* ]]; }
 
 if want 1; then
@@ -77,14 +82,14 @@ fi
 if want 3; then
   peer=(--baseline-python "${PYTHON:-python3}" --baseline-script bench/transformers_whisper_bench.py
         --peer-model-dir "$model" --peer-compute-types float16)
-  for batch in 16 1; do
-    for method in greedy_search beam_search; do
+  for batch in ${BATCHES:-16 1}; do
+    for method in ${METHODS:-greedy_search beam_search}; do
       beams=1
       [[ $method == beam_search ]] && beams=5
       compile=none
       # reduce-overhead last: where it crashes the peer, the others are in.
-      [[ $method == greedy_search ]] && compile=none,default,reduce-overhead
-      for scheme in none int8_w8a8 fp8_w8a8 kv_fp8; do
+      [[ $method == greedy_search ]] && compile=${GREEDY_COMPILE:-none,default,reduce-overhead}
+      for scheme in ${SCHEMES:-none int8_w8a8 fp8_w8a8 kv_fp8}; do
         quant=()
         baseline=("${peer[@]}" "--peer-args=--device cuda --batch-size $batch --num-beams $beams --compile $compile")
         case $scheme in
@@ -134,9 +139,13 @@ if want 5; then
     [[ $name == *rtn && $flags != *conv1d* ]] && calib_flags=()
     start=$SECONDS
     # shellcheck disable=SC2086
-    "$bin/oasr" quantize "$model" "$quantized/$name" $flags "${calib_flags[@]}" --force \
-      > "$out/quantize_$name.log" 2>&1
-    echo "quantize $name: exit $? in $((SECONDS - start)) s"
+    if ! "$bin/oasr" quantize "$model" "$quantized/$name" $flags "${calib_flags[@]}" --force \
+      > "$out/quantize_$name.log" 2>&1; then
+      echo "quantize $name: FAILED (see quantize_$name.log)"
+      status=1
+      continue
+    fi
+    echo "quantize $name: ok in $((SECONDS - start)) s"
     start=$SECONDS
     "$bin/oasr" eval --ckpt-dir "$quantized/$name" --manifest "$manifest" --output-format json \
       --device cuda --dtype float16 > "$out/eval_q_$name.json" 2> "$out/eval_q_$name.err"
@@ -153,7 +162,8 @@ if want 5; then
   if cmp -s "$out/eval_int8_fusion1.json" "$out/eval_int8_fusion0.json"; then
     echo "online int8_w8a8: fused producers on == off (identical eval JSON)"
   else
-    echo "online int8_w8a8: fused producers on != off"
+    echo "online int8_w8a8: FAILED: fused producers on != off"
+    status=1
   fi
   for batch in 16 1; do
     for target in "fp16 $model" "int8_online $model --quantization int8_w8a8" \
@@ -170,3 +180,4 @@ if want 5; then
     done
   done
 fi
+exit $status

@@ -2,17 +2,20 @@
 """Writes a copy of a jsonl manifest whose audio is resampled to another rate.
 
 `oasr quantize` calibrates on audio at the model's own sample rate and
-refuses any other rather than resample it (the spec's rule: calibrate on what
-you serve). The eval sets' calibration prompts are 8 kHz telephone speech;
+refuses any other rather than resample it (calibrate on what you serve;
+README "Quantization"). The eval sets' calibration prompts are 8 kHz telephone speech;
 Whisper takes 16 kHz. This resamples them with torchaudio (windowed sinc,
 torchaudio.functional.resample's defaults), writes 16-bit PCM WAVs under
 OUT_DIR/audio/ and OUT_DIR/<name of IN>, every other field kept.
 
-  resample_manifest.py IN.jsonl OUT_DIR [--rate 16000] [--limit N]
+  resample_manifest.py IN.jsonl OUT_DIR [--rate 16000] [--limit N] [--audio-root DIR]
+                       [--force]
 
-Audio paths are resolved as oasr resolves them: relative to the manifest's
-folder. The output is written to OUT_DIR.tmp-* and renamed into place, so an
-interrupted run leaves no half-written manifest.
+Audio paths are resolved as oasr resolves them: relative to --audio-root,
+default the manifest's folder. OUT_DIR must not exist (--force replaces one
+this script wrote: it holds only audio/ and the manifest) and must not hold
+the input. The output is written to OUT_DIR.tmp-* and renamed into place, so
+an interrupted run leaves no half-written manifest.
 """
 
 import argparse
@@ -56,11 +59,27 @@ def main():
     parser.add_argument("out_dir")
     parser.add_argument("--rate", type=int, default=16000)
     parser.add_argument("--limit", type=int, default=0, help="the first N lines only (0: all)")
+    parser.add_argument("--audio-root", help="where relative audio paths start (default: the "
+                        "manifest's folder)")
+    parser.add_argument("--force", action="store_true",
+                        help="replace OUT_DIR when it is an earlier output of this script")
     args = parser.parse_args()
     if args.rate <= 0:
         sys.exit(f"--rate must be positive, got {args.rate}")
-    base = os.path.dirname(os.path.abspath(args.manifest))
+    if args.limit < 0:
+        sys.exit(f"--limit must be 0 (all) or positive, got {args.limit}")
+    base = os.path.abspath(args.audio_root or os.path.dirname(os.path.abspath(args.manifest)))
     out_dir = os.path.abspath(args.out_dir)
+    name = os.path.basename(args.manifest)
+    if os.path.commonpath([out_dir, os.path.abspath(args.manifest)]) == out_dir:
+        sys.exit(f"{args.out_dir}: holds the input manifest; choose an output folder of its own")
+    if os.path.exists(out_dir):
+        ours = os.path.isdir(out_dir) and set(os.listdir(out_dir)) <= {"audio", name}
+        if not args.force or not ours:
+            sys.exit(f"{args.out_dir}: exists; " + (
+                "pass --force to replace it" if ours else
+                "it is not an output of this script (it holds more than audio/ and "
+                f"{name}), so it is never replaced; choose another folder"))
     parent = os.path.dirname(out_dir)
     os.makedirs(parent, exist_ok=True)
     staging = tempfile.mkdtemp(prefix=os.path.basename(out_dir) + ".tmp-", dir=parent)
@@ -82,14 +101,15 @@ def main():
                 if rate != args.rate:
                     samples = torchaudio.functional.resample(
                         torch.from_numpy(samples), rate, args.rate).numpy()
-                name = "".join(c if c.isalnum() or c in "-_." else "_" for c in uid) + ".wav"
-                write_wav(os.path.join(staging, "audio", name), samples, args.rate)
-                entry["audio"] = "audio/" + name
+                # The line number keeps two ids that map to one file name apart.
+                wav = f"{len(lines):05d}-" + "".join(
+                    c if c.isalnum() or c in "-_." else "_" for c in str(uid)) + ".wav"
+                write_wav(os.path.join(staging, "audio", wav), samples, args.rate)
+                entry["audio"] = "audio/" + wav
                 lines.append(json.dumps(entry))
                 if args.limit and len(lines) == args.limit:
                     break
-        with open(os.path.join(staging, os.path.basename(args.manifest)), "w",
-                  encoding="utf-8") as f:
+        with open(os.path.join(staging, name), "w", encoding="utf-8") as f:
             f.write("\n".join(lines) + "\n")
         if os.path.isdir(out_dir):
             shutil.rmtree(out_dir)

@@ -252,8 +252,9 @@ void read_oasr_config(const fs::path& dir, WhisperSource& source) {
   const auto version = document.find("format_version");
   OASR_CHECK(version != document.end() && version->is_number_integer() &&
                  (version->get<int64_t>() == 1 || version->get<int64_t>() == 2),
-             kUnsupported, what,
-             ": format_version must be 1 (full precision) or 2 (quantized by oasr quantize)");
+             kUnsupported, what, ": format_version ",
+             version == document.end() ? std::string("is missing") : version->dump(),
+             "; this oasr reads 1 (full precision) and 2 (quantized by oasr quantize)");
   const bool quantized = version->get<int64_t>() == 2;
   const auto spec = document.find("quantization");
   OASR_CHECK((spec != document.end()) == quantized, kCorruptFile, what,

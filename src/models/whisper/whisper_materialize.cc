@@ -79,7 +79,7 @@ MaterializedWhisper materialize_whisper_model(const WhisperSource& source,
   WhisperModel& model = *out.model;
   const quant::QuantLayout layout = whisper_quantization_layout(source.config);
   if (!source.quantization.is_null()) {
-    // Written by oasr quantize: its spec is authoritative (spec "Using it").
+    // Written by oasr quantize: its spec is authoritative (resolve_checkpoint_spec).
     const quant::QuantizationSpec checkpoint_spec = quant::QuantizationSpec::from_json(
         source.quantization, (source.dir / kNativeConfigName).string());
     out.spec = quant::resolve_checkpoint_spec(checkpoint_spec, quantization, source.dir.string());

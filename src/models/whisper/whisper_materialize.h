@@ -1,7 +1,9 @@
 // Whisper's quantization layout and its load sequence (the one of
-// models/u2pp/materialize.h, spec "Load order"): build from the config, strict
-// load of the HF state dict with the tied head handled, online quantization
-// of the requested spec, the dtype cast and device move, lane binding.
+// models/u2pp/materialize.h): build from the config; a quantized directory's
+// own spec (its 8-bit slots prepared), or the requested online spec; strict
+// load of the HF state dict with the tied head handled; online quantization
+// where asked; the dtype cast and device move; lane binding and the fused
+// producers' links the layout declares.
 #pragma once
 
 #include <memory>
@@ -23,7 +25,7 @@ namespace oasr::models {
 // are not GEMMs and never quantized. proj_out shares embed_tokens' weight.
 // The decoder's self-attention KV cache is autoregressive.
 //
-// SmoothQuant's folds (spec "SmoothQuant"), per layer: every pre-norm's
+// SmoothQuant's folds (quant/algorithms/smoothquant.h), per layer: every pre-norm's
 // affine absorbs 1/s of the GEMMs it feeds (q/k/v, the cross-attention's
 // q, fc1); v_proj's rows absorb out_proj's, in self- and cross-attention;
 // fc2 (after GELU) and the cross-attention's k/v (the encoder output) smooth
@@ -38,8 +40,9 @@ struct MaterializedWhisper {
 
 // A full-precision source (an HF or format_version 1 directory) is quantized
 // online as `quantization` asks; a format_version 2 one (oasr quantize) is
-// served by its own spec, which `quantization` may only name (spec "Using
-// it"). Bound models get the layout's fused producers linked.
+// served by its own spec, which `quantization` may only name
+// (quant::resolve_checkpoint_spec). Bound models get the layout's fused
+// producers linked.
 MaterializedWhisper materialize_whisper_model(const WhisperSource& source,
                                               const quant::QuantizationConfig& quantization = {},
                                               const MaterializeOptions& options = {});
