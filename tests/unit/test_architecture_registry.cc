@@ -511,23 +511,26 @@ TEST(ArchitectureRegistry, FrontEndsRefuseWhatTheyDoNotServeByName) {
         << e.what();
   }
 
-  const testing::TempDir whisper;
-  std::ofstream(whisper.path() / "config.json") << R"({"model_type": "whisper"})";
+  // oasr quantize refuses, by the architecture's display name, one that
+  // declares no open_for_quantization (both built-ins declare one).
+  const testing::TempDir extra;
   const testing::TempDir out;
   engine::QuantizeRequest request;
-  request.source = whisper.path();
+  request.source = write_extra_dir(extra.path(), kExtraName);
   request.destination = out.path() / "q";
   request.recipe = "int8_w8a8_rtn";
   request.progress = false;
   try {
     engine::quantize_checkpoint(request);
-    FAIL() << "oasr quantize accepted a Whisper directory";
+    FAIL() << "oasr quantize accepted an architecture without open_for_quantization";
   } catch (const Error& e) {
     EXPECT_EQ(e.code(), ErrorCode::kUnsupported);
     const std::string message = e.what();
-    EXPECT_NE(message.find("is a Whisper model"), std::string::npos) << message;
+    EXPECT_NE(message.find("is a CTC linear (test) model"), std::string::npos) << message;
     EXPECT_NE(message.find("online --quantization"), std::string::npos) << message;
   }
+  EXPECT_NE(models::find_architecture("whisper")->open_for_quantization, nullptr);
+  EXPECT_NE(models::find_architecture("u2pp_conformer")->open_for_quantization, nullptr);
   EXPECT_FALSE(fs::exists(out.path() / "q"));
 }
 
