@@ -16,39 +16,16 @@ what tiny.en does not exercise. Skips (exit 77) without the fixture.
 import argparse
 import json
 import os
-import struct
 import subprocess
 import sys
-import wave
 
-import numpy as np
 import torch
-import torchaudio
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import find_whisper_base  # noqa: E402
+from gen_whisper_e2e import RATE, to_16k, write_float_wav  # noqa: E402
 
-ALLISON = "/usr/share/asterisk/sounds/en_US_f_Allison"
 PROMPTS = ["demo-echotest", "demo-abouttotry", "vm-num-i-have"]
-RATE = 16000
-
-
-def to_16k(name):
-    with wave.open(os.path.join(ALLISON, name + ".wav")) as w:
-        assert w.getframerate() == 8000 and w.getsampwidth() == 2
-        pcm = np.frombuffer(w.readframes(w.getnframes()), dtype="<i2")
-    return torchaudio.functional.resample(
-        torch.from_numpy(pcm.astype(np.float32) / 32768.0), 8000, RATE).numpy()
-
-
-def write_float_wav(path, samples):
-    """Mono IEEE-float WAV, so neither reader requantizes a sample."""
-    data = np.asarray(samples, dtype="<f4").tobytes()
-    fmt = struct.pack("<HHIIHH", 3, 1, RATE, RATE * 4, 4, 32)
-    with open(path, "wb") as f:
-        f.write(b"RIFF" + struct.pack("<I", 4 + 8 + len(fmt) + 8 + len(data)) + b"WAVE")
-        f.write(b"fmt " + struct.pack("<I", len(fmt)) + fmt)
-        f.write(b"data" + struct.pack("<I", len(data)) + data)
 
 
 def main():

@@ -42,18 +42,18 @@ def package_model_dir():
     return None
 
 
-def converted_dir_or_skip():
-    """The converted directory the fixture wrote, or exit 77 with the reason."""
-    path = os.environ.get("OASR_WHISPER_TINY_EN_DIR", "")
+def converted_dir_or_skip(env="OASR_WHISPER_TINY_EN_DIR", fixture="whisper.tiny_en_dir"):
+    """The directory the fixture test `fixture` converted into $`env`, or
+    exit 77 with the reason (its DIR.unavailable marker's text)."""
+    path = os.environ.get(env, "")
     if not path:
-        print("SKIP: OASR_WHISPER_TINY_EN_DIR is not set (run through ctest with the "
-              "whisper_tiny_en fixture)")
+        print(f"SKIP: {env} is not set (run through ctest with the {fixture} fixture)")
         sys.exit(SKIP)
     if os.path.isfile(os.path.join(path, "oasr_config.json")):
         return path
     marker = path + ".unavailable"
     reason = open(marker).read().strip() if os.path.isfile(marker) else (
-        f"{path} was not written (did the whisper.tiny_en_dir fixture run?)")
+        f"{path} was not written (did the {fixture} fixture run?)")
     print("SKIP: " + reason)
     sys.exit(SKIP)
 

