@@ -7,13 +7,19 @@ with its own normalizer, so both sides get one WER rule).
     transformers_whisper_bench.py --model-dir HF_DIR --audio-list LIST
         [--compute-types float16] [--threads N] [--warmup 1]
         [--device cuda] [--batch-size 16] [--num-beams 1]
-        [--compile none,reduce-overhead]
+        [--compile none,reduce-overhead] [--long-form]
 
 LIST holds one "utterance_id<TAB>path" per line (16-bit PCM WAV files; other
 rates are resampled to 16 kHz by torchaudio.functional.resample). Decoding is
 oasr's: English transcription without timestamps, greedy (--num-beams 1) or
 beam search, generate()'s defaults otherwise, SDPA attention. The files are
 transcribed --batch-size at a time in list order, as oasr batches them.
+
+--long-form: transformers' long-form transcription for audio over 30 s (what
+oasr's default --long-form sequential matches): features of the whole
+utterances (truncation=False, padding="longest", the attention mask) and
+generate(return_timestamps=True); the batch's utterances are decoded
+together, window by window.
 
 --compile reduce-overhead is what the transformers documentation gives for
 Whisper: a static KV cache and model.forward compiled by torch.compile with
@@ -58,6 +64,8 @@ def main():
     parser.add_argument("--compile", default="none")
     parser.add_argument("--attn-implementation", default="sdpa",
                         help="sdpa (the default and the fastest on a GPU) or eager")
+    parser.add_argument("--long-form", action="store_true",
+                        help="transformers' long-form generate() (see above)")
     args = parser.parse_args()
 
     import torch
@@ -110,15 +118,23 @@ def main():
                                                   fullgraph=True)
                 features = []
                 for batch in batches:
-                    inputs = features_of([s for _, s in batch], sampling_rate=16000,
-                                         return_tensors="pt")
-                    features.append(inputs.input_features.to(args.device, dtype))
+                    if args.long_form:
+                        inputs = features_of([s for _, s in batch], sampling_rate=16000,
+                                             truncation=False, padding="longest",
+                                             return_attention_mask=True, return_tensors="pt")
+                        features.append((inputs.input_features.to(args.device, dtype),
+                                         {"attention_mask": inputs.attention_mask.to(args.device),
+                                          "return_timestamps": True}))
+                    else:
+                        inputs = features_of([s for _, s in batch], sampling_rate=16000,
+                                             return_tensors="pt")
+                        features.append((inputs.input_features.to(args.device, dtype), {}))
 
                 def run_all():
                     texts = []
-                    for x in features:
+                    for x, extra in features:
                         with torch.inference_mode():
-                            ids = model.generate(x, **generate_kwargs)
+                            ids = model.generate(x, **generate_kwargs, **extra)
                         texts.extend(tokenizer.batch_decode(ids, skip_special_tokens=True))
                     if args.device == "cuda":
                         torch.cuda.synchronize()

@@ -37,6 +37,11 @@ DECODE_KEYS = (
     "left_chunks",
     "length_penalty",
     "timestamps",
+    "long_form",
+    "temperatures",
+    "compression_ratio_threshold",
+    "logprob_threshold",
+    "no_speech_threshold",
 )
 
 
@@ -63,6 +68,11 @@ class EngineConfig:
     left_chunks: Optional[int] = None
     length_penalty: Optional[float] = None
     timestamps: Optional[bool] = None
+    long_form: Optional[str] = None
+    temperatures: Union[None, str, Sequence[float]] = None
+    compression_ratio_threshold: Optional[float] = None
+    logprob_threshold: Optional[float] = None
+    no_speech_threshold: Optional[float] = None
     quantization: Union[None, str, Mapping[str, Any]] = None
     quantization_option: Sequence[str] = field(default_factory=tuple)
 
@@ -82,6 +92,8 @@ class EngineConfig:
                 value = dict(value)
             elif f.name == "quantization_option":
                 value = [value] if isinstance(value, str) else list(value)
+            elif f.name == "temperatures" and not isinstance(value, str):
+                value = [float(v) for v in value]
             out[f.name] = value
         return out
 

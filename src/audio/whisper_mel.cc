@@ -129,15 +129,29 @@ Tensor WhisperLogMel::compute(std::span<const float> samples) const {
              "WhisperLogMel: got ", samples.size(), " samples (",
              static_cast<double>(samples.size()) / kSampleRate,
              " s); Whisper featurises at most 30 s (", kChunkSamples,
-             " samples at 16 kHz) at a time: split longer audio into 30 s windows");
+             " samples at 16 kHz) at a time: split longer audio into 30 s windows, or take "
+             "compute_whole()");
+  return compute_padded(samples, kChunkSamples);
+}
+
+Tensor WhisperLogMel::compute_whole(std::span<const float> samples) const {
+  OASR_CHECK(samples.size() > static_cast<size_t>(kPad), kInvalidArgument,
+             "WhisperLogMel: the whole-signal log-mel needs more than ", kPad,
+             " samples (the centring reflection), got ", samples.size());
+  return compute_padded(samples, static_cast<int64_t>(samples.size()));
+}
+
+Tensor WhisperLogMel::compute_padded(std::span<const float> samples, int64_t padded_length) const {
   for (size_t i = 0; i < samples.size(); ++i) {
     OASR_CHECK(std::isfinite(samples[i]), kInvalidArgument, "WhisperLogMel: sample ", i,
                " is not finite (", samples[i], ")");
   }
 
-  // The 30 s signal after HF's zero padding; the centring reflection is
-  // applied by index while gathering frames.
-  const auto n = static_cast<int64_t>(kChunkSamples);
+  // The signal after HF's zero padding to padded_length; the centring
+  // reflection is applied by index while gathering frames. 1 + n / hop
+  // centred frames, the last one dropped.
+  const int64_t n = padded_length;
+  const int64_t frames = n / kHopLength;
   const auto given = static_cast<int64_t>(samples.size());
   auto sample_at = [&](int64_t padded_index) -> double {
     const int64_t i = reflect(padded_index - kPad, n);
@@ -146,7 +160,7 @@ Tensor WhisperLogMel::compute(std::span<const float> samples) const {
 
   const int mels = static_cast<int>(n_mels_);
   // log10 of the mel energies, float32 as HF casts them, [mels][kFrames].
-  Tensor out = Tensor::empty({n_mels_, kFrames}, DType::kF32);
+  Tensor out = Tensor::empty({n_mels_, frames}, DType::kF32);
   float* log_mel = out.data<float>();
 
   std::vector<double> frame(kFftSize);
@@ -155,13 +169,13 @@ Tensor WhisperLogMel::compute(std::span<const float> samples) const {
   const float silent_log = static_cast<float>(std::log10(kMelFloor));
   float peak = -std::numeric_limits<float>::infinity();
 
-  for (int t = 0; t < kFrames; ++t) {
-    const int64_t start = static_cast<int64_t>(t) * kHopLength;
+  for (int64_t t = 0; t < frames; ++t) {
+    const int64_t start = t * kHopLength;
     // Frames entirely inside the zero padding (most of them for short
     // clips) have zero power: skip their FFT.
     const bool inside = start - kPad >= 0 && start - kPad + kFftSize <= n;
     if (inside && start - kPad >= given) {
-      for (int b = 0; b < mels; ++b) log_mel[static_cast<int64_t>(b) * kFrames + t] = silent_log;
+      for (int b = 0; b < mels; ++b) log_mel[static_cast<int64_t>(b) * frames + t] = silent_log;
       peak = std::max(peak, silent_log);
       continue;
     }
@@ -192,13 +206,13 @@ Tensor WhisperLogMel::compute(std::span<const float> samples) const {
       double energy = 0.0;
       for (size_t j = 0; j < filter.weights.size(); ++j) energy += filter.weights[j] * bins[j];
       const auto value = static_cast<float>(std::log10(std::max(kMelFloor, energy)));
-      log_mel[static_cast<int64_t>(b) * kFrames + t] = value;
+      log_mel[static_cast<int64_t>(b) * frames + t] = value;
       peak = std::max(peak, value);
     }
   }
 
   // Dynamic range limited to 8 (80 dB) below the loudest feature of the
-  // window, then scaled to about [-1, 1]; float32 steps as numpy does them.
+  // signal, then scaled to about [-1, 1]; float32 steps as numpy does them.
   const float floor = peak - 8.0f;
   for (int64_t i = 0; i < out.numel(); ++i) {
     log_mel[i] = (std::max(log_mel[i], floor) + 4.0f) / 4.0f;

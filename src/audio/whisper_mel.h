@@ -54,6 +54,12 @@ class WhisperLogMel {
   // Non-finite samples are refused. Returns float32 [n_mels, 3000] on the CPU.
   // Const and safe to call from several threads at once.
   Tensor compute(std::span<const float> samples) const;
+  // The log-mel of the whole signal as HF's extractor gives it with
+  // truncation=False, padding="longest" for one signal (its long-form
+  // input): no padding to 30 s, the reflection at the signal's own ends,
+  // samples / 160 frames, the 8 below max clamp over the whole signal.
+  // float32 [n_mels, samples / 160]; more than 200 samples (the reflection).
+  Tensor compute_whole(std::span<const float> samples) const;
 
   // The filterbank as HF's mel_filter_bank(1 + n_fft // 2, n_mels, 0, 8000,
   // 16000, norm="slaney", mel_scale="slaney") returns it, [kFrequencyBins][n_mels]
@@ -63,6 +69,9 @@ class WhisperLogMel {
 
  private:
   struct Plan;  // the FFT plan (kissfft, header-only) stays out of this header
+
+  // The log-mel of `samples` zero-padded to padded_length (>= its size).
+  Tensor compute_padded(std::span<const float> samples, int64_t padded_length) const;
 
   // Nonzero span of one mel filter: weights for FFT bins [first_bin, first_bin + size).
   struct Filter {

@@ -66,6 +66,21 @@ void add_engine_flags(CLI::App& app, EngineFlags& flags) {
                                "Whisper: decode timestamp tokens and give segments with start / "
                                "end times (U2++ gives token times always)");
   }
+  add("--long-form", "long_form", "TEXT",
+      "Whisper audio over 30 s: sequential (seek on the last timestamp, as transformers' and "
+      "openai-whisper's long-form transcription; default) | windows (independent 30 s windows)");
+  add("--temperatures", "temperatures", "LIST",
+      "Whisper temperature fallback: temperatures tried in order while a threshold rejects "
+      "the decode (default 0: decode once); openai-whisper's: 0,0.2,0.4,0.6,0.8,1.0");
+  add("--compression-ratio-threshold", "compression_ratio_threshold", "FLOAT",
+      "Whisper fallback: reject a decode whose text's gzip compression ratio exceeds this "
+      "(default with fallback: 2.4)");
+  add("--logprob-threshold", "logprob_threshold", "FLOAT",
+      "Whisper fallback: reject a decode whose average token log-probability is below this "
+      "(default with fallback: -1.0)");
+  add("--no-speech-threshold", "no_speech_threshold", "FLOAT",
+      "Whisper fallback: a window whose <|nospeech|> probability exceeds this and whose "
+      "decode is below the logprob threshold is silence: skipped (default with fallback: 0.6)");
   add_quantization_flags(app, flags.quantization);
 }
 

@@ -65,7 +65,8 @@ void run_transcribe(const TranscribeOptions& options) {
       if (!result.transcript->segments.empty()) {
         nlohmann::ordered_json segments = nlohmann::ordered_json::array();
         for (const engine::Segment& s : result.transcript->segments) {
-          segments.push_back({{"start", s.start}, {"end", s.end}, {"text", s.text}});
+          segments.push_back(
+              {{"start", s.start}, {"end", s.end}, {"text", s.text}, {"tokens", s.tokens}});
         }
         line["segments"] = std::move(segments);
       }

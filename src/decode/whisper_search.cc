@@ -42,6 +42,12 @@ void WhisperSearchOptions::validate() const {
   }
   OASR_CHECK(std::isfinite(length_penalty), kInvalidArgument,
              "whisper search: length_penalty must be finite, got ", length_penalty);
+  OASR_CHECK(std::isfinite(temperature) && temperature >= 0.0, kInvalidArgument,
+             "whisper search: temperature must be a finite number >= 0, got ", temperature);
+  OASR_CHECK(num_beams == 1 || (temperature == 0.0 && !filtered_log_probs), kInvalidArgument,
+             "whisper search: sampling (temperature ", temperature,
+             ") and filtered log-probabilities are greedy search's; beam search (num_beams ",
+             num_beams, ") takes neither");
   if (timestamps) {
     OASR_CHECK(
         timestamps->timestamp_begin > eos_token_id && timestamps->no_timestamps_token_id >= 0,
@@ -103,7 +109,49 @@ Tensor run_step(WhisperDecoderStep& step, const Tensor& tokens) {
 // The timestamp rules read every row's whole distribution with the row's
 // own history, so with timestamps the rows cross whole, as on the CPU.
 bool reduce_on_device(const Tensor& logits, const WhisperSearchOptions& options) {
-  return logits.device().is_cuda() && !options.timestamps;
+  return logits.device().is_cuda() && !options.timestamps && options.temperature == 0.0 &&
+         !options.filtered_log_probs;
+}
+
+// splitmix64 (Steele, Lea, Flood 2014): one 64-bit state per utterance.
+uint64_t splitmix64(uint64_t& state) {
+  uint64_t z = (state += 0x9E3779B97F4A7C15ULL);
+  z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ULL;
+  z = (z ^ (z >> 27)) * 0x94D049BB133111EBULL;
+  return z ^ (z >> 31);
+}
+
+// log(sum(exp(row))) in double over the finite entries (-inf: none).
+double log_sum_exp(std::span<const float> row) {
+  double peak = -std::numeric_limits<double>::infinity();
+  for (const float v : row) peak = std::max(peak, static_cast<double>(v));
+  if (!std::isfinite(peak)) return peak;
+  double sum = 0.0;
+  for (const float v : row) sum += std::exp(static_cast<double>(v) - peak);
+  return peak + std::log(sum);
+}
+
+// A token drawn from softmax(row / temperature) with a uniform draw of the
+// generator: the first index whose running sum of exp((x - max) / T)
+// exceeds u * total.
+int64_t sample_token(std::span<const float> row, double temperature, uint64_t& state) {
+  double peak = -std::numeric_limits<double>::infinity();
+  for (const float v : row) peak = std::max(peak, static_cast<double>(v));
+  OASR_CHECK(std::isfinite(peak), kInternal, "whisper sampling: every token is suppressed");
+  double total = 0.0;
+  for (const float v : row) total += std::exp((static_cast<double>(v) - peak) / temperature);
+  const double u = static_cast<double>(splitmix64(state) >> 11) * 0x1.0p-53;
+  const double target = u * total;
+  double running = 0.0;
+  int64_t last_possible = 0;
+  for (size_t i = 0; i < row.size(); ++i) {
+    const double p = std::exp((static_cast<double>(row[i]) - peak) / temperature);
+    if (p == 0.0) continue;
+    running += p;
+    last_possible = static_cast<int64_t>(i);
+    if (running > target) return last_possible;
+  }
+  return last_possible;  // rounding left target at the very top
 }
 
 Tensor host_f32(const Tensor& logits) {
@@ -370,6 +418,11 @@ std::vector<WhisperHypothesis> whisper_greedy_search(WhisperDecoderStep& step, i
   // stay and are fed the pad token.
   std::vector<int64_t> active(static_cast<size_t>(batch));
   for (int64_t b = 0; b < batch; ++b) active[static_cast<size_t>(b)] = b;
+  const bool sampling = options.temperature > 0.0;
+  OASR_CHECK(!sampling || options.sample_seeds.size() == static_cast<size_t>(batch),
+             kInvalidArgument, "whisper sampling: ", options.sample_seeds.size(),
+             " sample seeds for ", batch, " utterances; give one per utterance");
+  std::vector<uint64_t> generators = options.sample_seeds;
   Tensor tokens = token_rows(std::vector<std::vector<int64_t>>(batch, options.prompt));
   std::vector<float> processed;
   SuppressMasks masks;
@@ -394,10 +447,16 @@ std::vector<WhisperHypothesis> whisper_greedy_search(WhisperDecoderStep& step, i
       for (int64_t i = 0; i < rows; ++i) {
         if (!unfinished[active[static_cast<size_t>(i)]]) continue;
         const float* row = logits.data<float>() + i * vocab;
+        const int64_t b = active[static_cast<size_t>(i)];
         processed.assign(row, row + vocab);
-        process(processed, out[active[static_cast<size_t>(i)]].tokens, options);
-        next[i] = torch_argmax(processed);
+        process(processed, out[b].tokens, options);
+        next[i] = sampling ? sample_token(processed, options.temperature, generators[b])
+                           : torch_argmax(processed);
         chosen_log_prob[i] = log_probs.data<float>()[i * vocab + next[i]];
+        if (options.filtered_log_probs) {
+          out[b].filtered_log_prob += static_cast<double>(processed[next[i]]) -
+                                      log_sum_exp(processed);
+        }
       }
     }
     for (int64_t i = 0; i < rows; ++i) {

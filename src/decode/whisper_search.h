@@ -109,6 +109,17 @@ struct WhisperSearchOptions {
   BeamEarlyStopping early_stopping = BeamEarlyStopping::kHeuristic;
   // Set: timestamp tokens are generated under these rules (see above).
   std::optional<WhisperTimestampRules> timestamps;
+  // Greedy search only. Above 0, each token is drawn from softmax(processed
+  // logits / temperature) (openai-whisper's Categorical(logits=logits /
+  // temperature) after its logit filters) instead of the argmax: utterance
+  // b draws from a splitmix64 generator seeded with sample_seeds[b] (one seed
+  // per utterance), uniform doubles of 53 bits, inverse CDF in double over
+  // the vocabulary in index order. The logits are then processed on the host.
+  double temperature = 0.0;
+  std::vector<uint64_t> sample_seeds;
+  // Greedy search only: fill WhisperHypothesis::filtered_log_prob (the
+  // logits are then processed on the host).
+  bool filtered_log_probs = false;
 
   // kInvalidArgument naming the field: empty prompt, max_length not above the
   // prompt length, num_beams < 1, negative token ids.
@@ -125,6 +136,11 @@ struct WhisperHypothesis {
   // length_penalty). Greedy: the sum of the chosen tokens' log-probabilities
   // (log_softmax of the unprocessed logits), eos included.
   double score = 0.0;
+  // With WhisperSearchOptions::filtered_log_probs: openai-whisper's
+  // sum_logprobs, the sum over the generated tokens, eos included, of
+  // log_softmax(processed logits) at temperature 1 (its logit filters = the
+  // suppress and timestamp processors here).
+  double filtered_log_prob = 0.0;
 };
 
 // Decodes `batch` utterances through `step`, which must hold batch *

@@ -10,7 +10,8 @@ namespace oasr::engine {
 
 bool DecodeOverrides::empty() const {
   return !method && !beam_size && !ctc_weight && !reverse_weight && !chunk_size && !left_chunks &&
-         !length_penalty && !timestamps;
+         !length_penalty && !timestamps && !long_form && !temperatures &&
+         !compression_ratio_threshold && !logprob_threshold && !no_speech_threshold;
 }
 
 DecodeOverrides DecodeOverrides::overlaid(const DecodeOverrides& over) const {
@@ -23,6 +24,13 @@ DecodeOverrides DecodeOverrides::overlaid(const DecodeOverrides& over) const {
   if (over.left_chunks) out.left_chunks = over.left_chunks;
   if (over.length_penalty) out.length_penalty = over.length_penalty;
   if (over.timestamps) out.timestamps = over.timestamps;
+  if (over.long_form) out.long_form = over.long_form;
+  if (over.temperatures) out.temperatures = over.temperatures;
+  if (over.compression_ratio_threshold) {
+    out.compression_ratio_threshold = over.compression_ratio_threshold;
+  }
+  if (over.logprob_threshold) out.logprob_threshold = over.logprob_threshold;
+  if (over.no_speech_threshold) out.no_speech_threshold = over.no_speech_threshold;
   return out;
 }
 
@@ -41,6 +49,23 @@ void DecodeOptions::validate() const {
              "left_chunks (--left-chunks) must be -1 (all) or >= 0, got ", left_chunks);
   OASR_CHECK(std::isfinite(length_penalty), kInvalidArgument,
              "length_penalty (--length-penalty) must be a finite number, got ", length_penalty);
+  OASR_CHECK(long_form == "sequential" || long_form == "windows", kInvalidArgument,
+             "long_form (--long-form) must be sequential or windows, got '", long_form, "'");
+  OASR_CHECK(!temperatures.empty(), kInvalidArgument,
+             "temperatures (--temperatures) needs at least one value, e.g. 0 or "
+             "0,0.2,0.4,0.6,0.8,1.0");
+  for (size_t i = 0; i < temperatures.size(); ++i) {
+    OASR_CHECK(std::isfinite(temperatures[i]) && temperatures[i] >= 0.0 && temperatures[i] <= 10.0,
+               kInvalidArgument, "temperatures (--temperatures): value ", i + 1,
+               " must be a number in [0, 10], got ", temperatures[i]);
+  }
+  const auto finite = [](const std::optional<double>& v) { return !v || std::isfinite(*v); };
+  OASR_CHECK(finite(compression_ratio_threshold) && finite(logprob_threshold), kInvalidArgument,
+             "compression_ratio_threshold and logprob_threshold must be finite numbers");
+  OASR_CHECK(!no_speech_threshold || (*no_speech_threshold >= 0.0 && *no_speech_threshold <= 1.0),
+             kInvalidArgument,
+             "no_speech_threshold (--no-speech-threshold) is a probability in [0, 1], got ",
+             no_speech_threshold.value_or(0.0));
 }
 
 std::string DecodeOptions::dump() const {
@@ -48,7 +73,20 @@ std::string DecodeOptions::dump() const {
   out << "method=" << method << " beam_size=" << beam_size << " ctc_weight=" << ctc_weight
       << " reverse_weight=" << reverse_weight << " chunk_size=" << chunk_size
       << " left_chunks=" << left_chunks << " length_penalty=" << length_penalty
-      << " timestamps=" << (timestamps ? "true" : "false");
+      << " timestamps=" << (timestamps ? "true" : "false") << " long_form=" << long_form
+      << " temperatures=";
+  for (size_t i = 0; i < temperatures.size(); ++i) out << (i ? "," : "") << temperatures[i];
+  const auto optional = [&](const char* name, const std::optional<double>& v) {
+    out << " " << name << "=";
+    if (v) {
+      out << *v;
+    } else {
+      out << "none";
+    }
+  };
+  optional("compression_ratio_threshold", compression_ratio_threshold);
+  optional("logprob_threshold", logprob_threshold);
+  optional("no_speech_threshold", no_speech_threshold);
   return out.str();
 }
 

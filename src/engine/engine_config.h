@@ -9,6 +9,7 @@
 #include <memory>
 #include <optional>
 #include <string>
+#include <vector>
 
 #include "core/device.h"
 #include "core/dtype.h"
@@ -31,6 +32,15 @@ struct DecodeOverrides {
   std::optional<int64_t> left_chunks;    // num_decoding_left_chunks; -1 = all
   std::optional<double> length_penalty;  // beam search over an autoregressive decoder
   std::optional<bool> timestamps;        // Whisper: timestamp tokens and segments
+  // Whisper audio over 30 s: "sequential" (seek on the last timestamp) or
+  // "windows" (independent 30 s windows).
+  std::optional<std::string> long_form;
+  // Whisper temperature fallback (openai-whisper's transcribe()): the
+  // temperatures tried in order and the thresholds that reject a decode.
+  std::optional<std::vector<double>> temperatures;
+  std::optional<double> compression_ratio_threshold;
+  std::optional<double> logprob_threshold;
+  std::optional<double> no_speech_threshold;
 
   bool empty() const;
   // Each field `over` sets replaces this one's.
@@ -54,6 +64,14 @@ struct DecodeOptions {
   // Whisper: decode with timestamp tokens (segments with start / end times)
   // instead of <|notimestamps|>.
   bool timestamps = false;
+  // Whisper: how audio over 30 s is decoded ("sequential" or "windows").
+  std::string long_form = "sequential";
+  // Whisper: {0} decodes once; more values fall back to the next one while
+  // a threshold rejects the decode (models/whisper/whisper_fallback.h).
+  std::vector<double> temperatures = {0.0};
+  std::optional<double> compression_ratio_threshold;
+  std::optional<double> logprob_threshold;
+  std::optional<double> no_speech_threshold;
 
   // kInvalidArgument naming the field and the accepted range.
   void validate() const;

@@ -52,6 +52,23 @@ double parse_number(const Key& key, const std::string& value) {
 }
 
 constexpr const char* kBoolTakes = "true or false";
+constexpr const char* kListTakes = "a comma list of numbers (e.g. 0,0.2,0.4,0.6,0.8,1.0)";
+
+std::vector<double> parse_number_list(const Key& key, const std::string& value) {
+  std::vector<double> out;
+  size_t start = 0;
+  while (true) {
+    const size_t comma = value.find(',', start);
+    const std::string piece =
+        value.substr(start, comma == std::string::npos ? std::string::npos : comma - start);
+    OASR_CHECK(!piece.empty(), kInvalidArgument, label(key), " takes ", key.takes, ", got '",
+               value, "'");
+    out.push_back(parse_number(key, piece));
+    if (comma == std::string::npos) break;
+    start = comma + 1;
+  }
+  return out;
+}
 
 bool parse_bool(const Key& key, const std::string& value) {
   if (value == "true" || value == "1") return true;
@@ -107,6 +124,24 @@ const Key kKeys[] = {
      [](Target& t, const Key& k, const std::string& v) {
        t.config.decode.timestamps = parse_bool(k, v);
      }},
+    {"long_form", "--long-form", "sequential or windows", true, false,
+     [](Target& t, const Key&, const std::string& v) { t.config.decode.long_form = v; }},
+    {"temperatures", "--temperatures", kListTakes, true, false,
+     [](Target& t, const Key& k, const std::string& v) {
+       t.config.decode.temperatures = parse_number_list(k, v);
+     }},
+    {"compression_ratio_threshold", "--compression-ratio-threshold", "a number", true, false,
+     [](Target& t, const Key& k, const std::string& v) {
+       t.config.decode.compression_ratio_threshold = parse_number(k, v);
+     }},
+    {"logprob_threshold", "--logprob-threshold", "a number", true, false,
+     [](Target& t, const Key& k, const std::string& v) {
+       t.config.decode.logprob_threshold = parse_number(k, v);
+     }},
+    {"no_speech_threshold", "--no-speech-threshold", "a number", true, false,
+     [](Target& t, const Key& k, const std::string& v) {
+       t.config.decode.no_speech_threshold = parse_number(k, v);
+     }},
     {"quantization", "--quantization", "a scheme (int8_w8a8, fp8_w8a8, ...)", false, false,
      [](Target& t, const Key&, const std::string& v) { t.scheme = v; }},
     {"quantization_option", "--quantization-option",
@@ -139,7 +174,8 @@ class Parser {
     OASR_CHECK(!decode_only_ || key.decode, kInvalidArgument, "option '", name,
                "' is fixed when the engine is built; a request takes only the decode options "
                "(decode_method, beam_size, ctc_weight, reverse_weight, chunk_size, left_chunks, "
-               "length_penalty, timestamps)");
+               "length_penalty, timestamps, long_form, temperatures, "
+               "compression_ratio_threshold, logprob_threshold, no_speech_threshold)");
     OASR_CHECK(key.repeatable || seen_.insert(key.name).second, kInvalidArgument, "option ",
                label(key), " is given more than once; give it once");
     return key;
@@ -179,6 +215,15 @@ void apply_json(Parser& parser, const nlohmann::json& object) {
       parser.target().quantization_object = quant::QuantizationConfig::from_json(value);
     } else if (name == "quantization_option" && value.is_array()) {
       for (const nlohmann::json& item : value) parser.apply(name, scalar_text(name, item));
+    } else if (value.is_array() && std::string(find_key(name).takes) == kListTakes) {
+      // A JSON list of numbers for the list keys (temperatures).
+      std::string text;
+      for (const nlohmann::json& item : value) {
+        OASR_CHECK(item.is_number(), kInvalidArgument, "option '", name, "' takes ", kListTakes,
+                   ", got ", value.dump());
+        text += (text.empty() ? "" : ",") + item.dump();
+      }
+      parser.apply(name, text);
     } else {
       parser.apply(name, scalar_text(name, value));
     }

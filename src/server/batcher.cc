@@ -19,7 +19,10 @@ bool same_options(const engine::DecodeOverrides& a, const engine::DecodeOverride
   return a.method == b.method && a.beam_size == b.beam_size && a.ctc_weight == b.ctc_weight &&
          a.reverse_weight == b.reverse_weight && a.chunk_size == b.chunk_size &&
          a.left_chunks == b.left_chunks && a.length_penalty == b.length_penalty &&
-         a.timestamps == b.timestamps;
+         a.timestamps == b.timestamps && a.long_form == b.long_form &&
+         a.temperatures == b.temperatures &&
+         a.compression_ratio_threshold == b.compression_ratio_threshold &&
+         a.logprob_threshold == b.logprob_threshold && a.no_speech_threshold == b.no_speech_threshold;
 }
 
 }  // namespace

@@ -37,7 +37,10 @@ bool same_secret(std::string_view given, std::string_view expected) {
 const std::set<std::string>& decode_fields() {
   static const std::set<std::string> fields = {"decode_method", "decoding_method", "beam_size",
                                                "ctc_weight",    "reverse_weight",  "chunk_size",
-                                               "left_chunks",   "length_penalty",  "timestamps"};
+                                               "left_chunks",   "length_penalty",  "timestamps",
+                                               "long_form",     "temperatures",
+                                               "compression_ratio_threshold",
+                                               "logprob_threshold", "no_speech_threshold"};
   return fields;
 }
 

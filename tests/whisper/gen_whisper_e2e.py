@@ -21,6 +21,14 @@ here with HF: each consecutive 30 s window transcribed by short-form
 generate() on its own, texts stripped and joined with one space (HF's own
 long-form path would use timestamps and differ by design).
 
+Long-form sequential decoding (oasr's default over 30 s) on that input and
+on a longer one (~77 s: eight prompts with 1.5 s gaps, so windows end
+inside speech): HF's long-form generate() for one utterance --
+features(audio, truncation=False, padding="longest",
+return_attention_mask=True), generate(return_timestamps=True,
+return_segments=True) -- greedy and 5 beams: its sequences (timestamps
+included), batch_decode's text and its segments {"start", "end", "tokens"}.
+
 With timestamps (greedy_ts, beam5_ts; the short prompts only):
 generate(return_timestamps=True), the generated ids with their timestamp
 tokens, batch_decode's text, and the segments of
@@ -29,7 +37,8 @@ tokenizer.decode(ids, output_offsets=True) as {"text", "start", "end"}.
 Exits 77 (ctest: skipped) when tiny.en or the prompts are unavailable.
 Writes OUT/audio/*.wav and OUT/cases.safetensors whose metadata "cases" is
 {"tiny_en_dir", "utterances": [{"name", "wav16", "wav8", "greedy", "beam5"}],
-"long": {"wav16", "greedy", "beam5", "windows"}} where each decoding is
+"long": {"wav16", "greedy", "beam5", "windows", "sequential"},
+"long2": {"wav16", "sequential"}} where each decoding is
 {"text", "tokens"} (tokens: generated ids, prompt and eos excluded).
 """
 
@@ -55,6 +64,8 @@ SHORT = ["agent-loginok", "all-circuits-busy-now", "vm-newuser", "privacy-uniden
          "at-tone-time-exactly", "vm-helpexit"]
 LONG_FIRST_WINDOW = ["conf-adminmenu", "vm-newuser"]
 LONG_REST = ["privacy-unident", "at-tone-time-exactly", "something-terribly-wrong"]
+LONGER = ["conf-adminmenu", "vm-newuser", "privacy-unident", "demo-echotest",
+          "at-tone-time-exactly", "something-terribly-wrong", "vm-options", "demo-abouttotry"]
 RATE = 16000
 WINDOW = 30 * RATE
 
@@ -131,6 +142,24 @@ class Hf:
                                       "end": o["timestamp"][1]} for o in offsets]})
         return out
 
+    def transcribe_long(self, audio, num_beams):
+        """HF's long-form generate() on one > 30 s array -> {"text", "tokens",
+        "segments": [{"start", "end", "tokens"}]}."""
+        inputs = self.features(audio, sampling_rate=RATE, truncation=False, padding="longest",
+                               return_attention_mask=True, return_tensors="pt")
+        assert inputs.input_features.shape[-1] > 3000, inputs.input_features.shape
+        with torch.no_grad():
+            result = self.model.generate(inputs.input_features,
+                                         attention_mask=inputs.attention_mask,
+                                         num_beams=num_beams, return_timestamps=True,
+                                         return_segments=True)
+        tokens = result["sequences"][0].tolist()
+        text = self.tokenizer.batch_decode(result["sequences"], skip_special_tokens=True)[0]
+        segments = [{"start": float(seg["start"]), "end": float(seg["end"]),
+                     "tokens": seg["tokens"].tolist()} for seg in result["segments"][0]]
+        assert tokens == [t for seg in segments for t in seg["tokens"]]
+        return {"text": text, "tokens": tokens, "segments": segments}
+
 
 def main():
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
@@ -144,7 +173,7 @@ def main():
         except SystemExit:
             skip(args.out, "the converted Whisper tiny.en is not available (see the "
                            "whisper.tiny_en_dir fixture)")
-    missing = [n for n in SHORT + LONG_FIRST_WINDOW + LONG_REST
+    missing = [n for n in SHORT + LONG_FIRST_WINDOW + LONG_REST + LONGER
                if not os.path.isfile(os.path.join(PROMPTS_DIR, n + ".wav"))]
     if missing:
         skip(args.out, f"Asterisk prompts {missing} are missing from {PROMPTS_DIR}; install "
@@ -187,6 +216,19 @@ def main():
             print(f"{key} {u['name']}: {u[key]['text']!r}")
         print(f"{key} long: {long[key]['text']!r}")
 
+    gap = np.zeros(3 * RATE // 2, dtype=np.float32)
+    longer_audio = np.concatenate([x for n in LONGER for x in (to_16k(n), gap)]).astype(np.float32)
+    assert len(longer_audio) > 2 * WINDOW, len(longer_audio) / RATE
+    longer_wav = os.path.join(args.out, "audio", "long2.16k.wav")
+    write_float_wav(longer_wav, longer_audio)
+    long2 = {"wav16": longer_wav, "seconds": len(longer_audio) / RATE}
+    for key, beams in (("greedy", 1), ("beam5", 5)):
+        long.setdefault("sequential", {})[key] = hf.transcribe_long(long_audio, beams)
+        long2.setdefault("sequential", {})[key] = hf.transcribe_long(longer_audio, beams)
+        for name, entry in (("long", long), ("long2", long2)):
+            r = entry["sequential"][key]
+            print(f"{key} {name} sequential: {len(r['segments'])} segments, {r['text']!r}")
+
     for key, beams in (("greedy_ts", 1), ("beam5_ts", 5)):
         results = hf.transcribe_with_timestamps([audio[n] for n in SHORT], beams)
         for u, r in zip(utterances, results):
@@ -195,7 +237,7 @@ def main():
     assert any(len(u["greedy_ts"]["segments"]) > 1 for u in utterances), \
         "no prompt gave two timestamp segments; the test would not see segment boundaries"
 
-    cases = {"tiny_en_dir": tiny_en, "utterances": utterances, "long": long}
+    cases = {"tiny_en_dir": tiny_en, "utterances": utterances, "long": long, "long2": long2}
     save_file({"long/samples": torch.from_numpy(long_audio)},
               os.path.join(args.out, "cases.safetensors"), metadata={"cases": json.dumps(cases)})
 

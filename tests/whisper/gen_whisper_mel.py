@@ -13,6 +13,10 @@ each signal and each mel size (80, 128) OUT/cases.safetensors holds
                          as its raw little-endian bytes (uint8; oasr tensors
                          have no float64)
   window                 HF's window_function(400, "hann"), float64 bytes as above
+  <case>/mel<N>/whole_numpy, whole_torch   for the long cases (over 30 s):
+                         HF's long-form input (truncation=False, padding="longest",
+                         one signal): the numpy path on the unpadded samples and
+                         extractor(..., truncation=False, padding="longest")
 and the metadata key "cases" (JSON list of case names, mel sizes, and a note
 for any case that could not be built).
 
@@ -20,7 +24,9 @@ Signals: white noise, a sine sweep, digital silence, near-silence (so the
 1e-10 floor and the max-8 floor both act), a clipped square wave, a short
 clip (< 1 s), an empty input, exactly 30 s, and real speech: Asterisk's
 English prompts (Debian asterisk-core-sounds-en-wav, 8 kHz) upsampled to
-16 kHz with torchaudio.
+16 kHz with torchaudio. Long cases (whole-signal features, and their first
+30 s as the short-form cases): the speech followed by the sweep, cut to
+34.37 s + 7 samples (not a whole number of 160-sample hops).
 """
 
 import argparse
@@ -87,7 +93,7 @@ def asterisk_speech():
         x = torch.from_numpy(pcm.astype(np.float32) / 32768.0)
         pieces.append(torchaudio.functional.resample(x, rate, RATE).numpy())
     speech = np.concatenate(pieces).astype(np.float32)
-    return speech[:CHUNK], None
+    return speech, None
 
 
 def float64_bytes(array):
@@ -107,7 +113,12 @@ def main():
     if speech is None:
         notes.append(f"speech: {why_not}")
     else:
-        cases["speech"] = speech
+        cases["speech"] = speech[:CHUNK]
+    long_cases = {}
+    if speech is not None:
+        joined = np.concatenate([speech, cases["sweep"]]).astype(np.float32)
+        long_cases["long_speech"] = joined[:int(34.37 * RATE) + 7]
+        assert len(long_cases["long_speech"]) % 160 != 0
 
     mel_sizes = [80, 128]
     tensors["window"] = float64_bytes(window_function(400, "hann"))
@@ -135,10 +146,22 @@ def main():
             tensors[f"{name}/mel{n_mels}/torch"] = np.ascontiguousarray(torch_path, np.float32)
             print(f"{name} mel{n_mels}: numpy vs torch path max |diff| "
                   f"{np.abs(numpy_path - torch_path).max():.3g}")
-    for name, samples in cases.items():
+        for name, samples in long_cases.items():
+            numpy_path = extractor._np_extract_fbank_features(samples[None, :], "cpu")[0]
+            torch_path = extractor(samples, sampling_rate=RATE, truncation=False,
+                                   padding="longest", return_tensors="np").input_features[0]
+            frames = len(samples) // 160
+            assert numpy_path.shape == (n_mels, frames), numpy_path.shape
+            assert torch_path.shape == (n_mels, frames), torch_path.shape
+            tensors[f"{name}/mel{n_mels}/whole_numpy"] = np.ascontiguousarray(numpy_path, np.float32)
+            tensors[f"{name}/mel{n_mels}/whole_torch"] = np.ascontiguousarray(torch_path, np.float32)
+            print(f"{name} mel{n_mels} whole: numpy vs torch path max |diff| "
+                  f"{np.abs(numpy_path - torch_path).max():.3g}")
+    for name, samples in {**cases, **long_cases}.items():
         tensors[f"{name}/samples"] = np.ascontiguousarray(samples, np.float32)
 
-    meta = {"cases": list(cases.keys()), "mel_sizes": mel_sizes, "notes": notes}
+    meta = {"cases": list(cases.keys()), "long_cases": list(long_cases.keys()),
+            "mel_sizes": mel_sizes, "notes": notes}
     save_file(tensors, os.path.join(args.out, "cases.safetensors"),
               metadata={"cases": json.dumps(meta)})
     print(f"wrote {len(tensors)} tensors for {len(cases)} signals to {args.out}")

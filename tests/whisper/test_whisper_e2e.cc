@@ -11,6 +11,7 @@
 #include <gtest/gtest.h>
 
 #include <chrono>
+#include <cmath>
 #include <filesystem>
 #include <fstream>
 #include <iostream>
@@ -110,18 +111,100 @@ void check_decoding(const std::string& key, const std::vector<std::string>& flag
     expect_hf(got[i], utterances[i].at(key),
               key + " " + utterances[i].at("name").get<std::string>());
   }
-  expect_hf(got.back(), cases.at("long").at(key), key + " long (windowed)");
+  expect_hf(got.back(), cases.at("long").at(key), key + " long (long_form=windows)");
   std::cout << key << ": oasr transcribe of " << files.size() << " files (" << utterances.size()
             << " prompts + " << cases.at("long").at("seconds").get<double>()
             << " s long input) took " << seconds << " s wall, model load included\n";
 }
 
 TEST(WhisperE2E, GreedyMatchesHuggingFace) {
-  check_decoding("greedy", {});
+  check_decoding("greedy", {"--long-form", "windows"});
 }
 
 TEST(WhisperE2E, BeamSearchMatchesHuggingFace) {
-  check_decoding("beam5", {"--decoding-method", "beam_search"});  // 5 beams by default
+  // 5 beams by default
+  check_decoding("beam5", {"--decoding-method", "beam_search", "--long-form", "windows"});
+}
+
+// Audio over 30 s decoded sequentially (the default): tokens (timestamps
+// included), text and segments equal HF's long-form generate() for one
+// utterance, for both long inputs decoded in one call together with the
+// short prompts (--max-batch-size 3: rounds mix sequential windows of both
+// long inputs with short prompts, so this is also the batch-invariance
+// check against HF's batch of one). Segments whose tokens hold no text are
+// not reported by oasr; HF's end of a segment without a timestamp pair is
+// twice the window's duration (declared in decode/whisper_long_form.h): the
+// window's own end is expected there.
+void check_sequential(const std::string& key, const std::vector<std::string>& flags) {
+  CASES_OR_SKIP(cases);
+  std::vector<std::string> files = files_of(cases, "wav16");
+  files.push_back(cases.at("long").at("wav16"));
+  files.push_back(cases.at("long2").at("wav16"));
+  std::vector<std::string> args = {"transcribe",   "--ckpt-dir",      model_dir(cases),
+                                   "--timestamps", "--output-format", "json",
+                                   "--max-batch-size", "3"};
+  args.insert(args.end(), flags.begin(), flags.end());
+  args.insert(args.end(), files.begin(), files.end());
+  const auto start = std::chrono::steady_clock::now();
+  const CliResult r = run_oasr(args);
+  const double seconds =
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  const auto lines = split_lines(r.out);
+  ASSERT_EQ(lines.size(), files.size()) << r.out;
+  const json& short_ones = cases.at("utterances");
+  for (size_t i = 0; i < short_ones.size(); ++i) {  // short prompts: short-form, unchanged
+    const json line = json::parse(lines[i]);
+    EXPECT_EQ(line.at("tokens"), short_ones[i].at(key + "_ts").at("tokens")) << i;
+  }
+  int64_t compared_segments = 0;
+  for (const char* name : {"long", "long2"}) {
+    const json line = json::parse(lines[files.size() - (std::string(name) == "long" ? 2 : 1)]);
+    const json& want = cases.at(name).at("sequential").at(key);
+    const std::string where = key + " " + name + " sequential";
+    EXPECT_EQ(line.at("text"), want.at("text")) << where;
+    EXPECT_EQ(line.at("tokens"), want.at("tokens")) << where;
+    std::vector<json> expected;  // HF's segments that carry text
+    for (const json& seg : want.at("segments")) {
+      bool has_text = false;
+      for (const int64_t t : seg.at("tokens").get<std::vector<int64_t>>()) {
+        has_text = has_text || t < 50257;  // below <|endoftext|> / <|startoftranscript|>
+      }
+      if (has_text) expected.push_back(seg);
+    }
+    const json segments = line.value("segments", json::array());
+    ASSERT_EQ(segments.size(), expected.size()) << where << ": " << line.dump();
+    for (size_t s = 0; s < segments.size(); ++s) {
+      EXPECT_EQ(segments[s].at("tokens"), expected[s].at("tokens")) << where << " segment " << s;
+      // HF computes times in float32 (its seek times 0.02): 1e-4 s is its
+      // rounding at 10 minutes, far below the 0.02 s timestamp step.
+      EXPECT_NEAR(segments[s].at("start").get<double>(), expected[s].at("start").get<double>(),
+                  1e-4)
+          << where << " segment " << s;
+      const double want_end = expected[s].at("end").get<double>();
+      const double got_end = segments[s].at("end").get<double>();
+      const double start_s = segments[s].at("start").get<double>();
+      // HF's doubled end (no pair in the window): ours is start + half of HF's span.
+      const bool doubled = std::fabs(want_end - got_end) > 1e-4 &&
+                           std::fabs((want_end - start_s) / 2.0 - (got_end - start_s)) < 1e-4;
+      EXPECT_TRUE(std::fabs(got_end - want_end) < 1e-4 || doubled)
+          << where << " segment " << s << ": end " << got_end << ", HF " << want_end;
+      ++compared_segments;
+    }
+  }
+  EXPECT_GE(compared_segments, 6);
+  std::cout << key << " sequential: " << compared_segments << " segments of "
+            << cases.at("long").at("seconds").get<double>() << " s and "
+            << cases.at("long2").at("seconds").get<double>() << " s equal HF's; the call took "
+            << seconds << " s wall\n";
+}
+
+TEST(WhisperE2E, SequentialLongFormMatchesHuggingFace) {
+  check_sequential("greedy", {});
+}
+
+TEST(WhisperE2E, SequentialLongFormBeamSearchMatchesHuggingFace) {
+  check_sequential("beam5", {"--decoding-method", "beam_search"});
 }
 
 // --timestamps: the ids with their timestamp tokens, the text and every
@@ -227,6 +310,16 @@ TEST(WhisperE2E, RefusesU2ppDecodingOptions) {
                            {"--ctc-weight"}));
   EXPECT_TRUE(refused_with(run_oasr({"transcribe", "--ckpt-dir", dir, wav, "--beam-size", "3"}),
                            {"greedy_search", "--beam-size", "beam_search"}));
+  // The fallback samples and judges greedy decodes only.
+  EXPECT_TRUE(refused_with(run_oasr({"transcribe", "--ckpt-dir", dir, wav, "--decode-method",
+                                     "beam_search", "--temperatures", "0,0.5"}),
+                           {"temperatures", "beam_search", "greedy_search"}));
+  EXPECT_TRUE(refused_with(run_oasr({"transcribe", "--ckpt-dir", dir, wav, "--decode-method",
+                                     "beam_search", "--logprob-threshold", "-1"}),
+                           {"beam_search", "greedy_search"}));
+  EXPECT_TRUE(refused_with(
+      run_oasr({"transcribe", "--ckpt-dir", dir, wav, "--long-form", "chunks"}),
+      {"long_form (--long-form)", "sequential or windows", "chunks"}));
 }
 
 // The repository's U2++ checkpoint refuses the Whisper methods and knobs.
@@ -240,6 +333,13 @@ TEST(WhisperE2E, U2ppRefusesWhisperOptions) {
   EXPECT_TRUE(
       refused_with(run_oasr({"transcribe", "--ckpt-dir", dir, wav, "--length-penalty", "2"}),
                    {"length_penalty", "U2++"}));
+  for (const auto& [flag, value] :
+       {std::pair{"--long-form", "windows"}, std::pair{"--temperatures", "0,0.2"},
+        std::pair{"--no-speech-threshold", "0.6"}}) {
+    EXPECT_TRUE(refused_with(run_oasr({"transcribe", "--ckpt-dir", dir, wav, flag, value}),
+                             {flag, "Whisper", "U2++"}))
+        << flag;
+  }
 }
 
 engine::EngineConfig config_for(const json& cases, const std::string& quantization) {

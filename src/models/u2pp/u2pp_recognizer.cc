@@ -151,6 +151,16 @@ DecodeOptions U2ppRecognizer::resolve_knobs(const DecodeOverrides& o) const {
   OASR_CHECK(!o.length_penalty, kInvalidArgument,
              "length_penalty (--length-penalty) applies to Whisper beam search; a U2++ "
              "checkpoint does not take it: drop it");
+  for (const auto& [given, name] :
+       {std::pair{o.long_form.has_value(), "long_form (--long-form)"},
+        std::pair{o.temperatures.has_value(), "temperatures (--temperatures)"},
+        std::pair{o.compression_ratio_threshold.has_value(),
+                  "compression_ratio_threshold (--compression-ratio-threshold)"},
+        std::pair{o.logprob_threshold.has_value(), "logprob_threshold (--logprob-threshold)"},
+        std::pair{o.no_speech_threshold.has_value(), "no_speech_threshold (--no-speech-threshold)"}}) {
+    OASR_CHECK(!given, kInvalidArgument, name,
+               " applies to Whisper's decoding; a U2++ checkpoint does not take it: drop it");
+  }
   // A knob the chosen method does not read is refused, not ignored.
   OASR_CHECK(!o.beam_size || d.method != kCtcGreedy, kInvalidArgument,
              "ctc_greedy_search keeps one hypothesis; drop --beam-size ", o.beam_size.value_or(0),

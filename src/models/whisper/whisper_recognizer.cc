@@ -2,6 +2,8 @@
 
 #include <algorithm>
 #include <chrono>
+#include <cmath>
+#include <limits>
 #include <optional>
 
 #include "core/cancellation.h"
@@ -10,6 +12,7 @@
 #include "core/progress.h"
 #include "models/whisper/whisper_dir.h"
 #include "models/whisper/whisper_materialize.h"
+#include "decode/whisper_long_form.h"
 #include "models/whisper/whisper_model_step.h"
 
 namespace oasr::engine {
@@ -146,7 +149,19 @@ DecodeOptions resolve_whisper_decode(const DecodeOverrides& o) {
   }
   d.length_penalty = o.length_penalty.value_or(1.0);
   d.timestamps = o.timestamps.value_or(false);
+  if (o.long_form) d.long_form = *o.long_form;
+  if (o.temperatures) d.temperatures = *o.temperatures;
+  d.compression_ratio_threshold = o.compression_ratio_threshold;
+  d.logprob_threshold = o.logprob_threshold;
+  d.no_speech_threshold = o.no_speech_threshold;
   d.validate();
+  const bool fallback = d.temperatures.size() > 1 || d.temperatures.front() != 0.0 ||
+                        d.compression_ratio_threshold || d.logprob_threshold ||
+                        d.no_speech_threshold;
+  OASR_CHECK(d.method == kGreedy || !fallback, kInvalidArgument,
+             "temperatures and the fallback thresholds sample and judge greedy decodes "
+             "(openai-whisper's default decode); beam_search takes none of them: drop them or "
+             "use --decode-method greedy_search");
   return d;
 }
 
@@ -177,29 +192,171 @@ std::string WhisperRecognizer::detokenize(std::span<const int64_t> tokens) const
   return tokenizer_.decode(tokens, /*skip_special_tokens=*/true);
 }
 
-std::vector<decode::WhisperHypothesis> WhisperRecognizer::decode_windows(
+std::string WhisperRecognizer::text_without_timestamps(std::span<const int64_t> tokens) const {
+  // Timestamp tokens have no text (HF's decode filters them out).
+  const int64_t timestamp_begin = source_.generation.no_timestamps_token_id + 1;
+  std::vector<int64_t> words;
+  for (const int64_t id : tokens) {
+    if (id < timestamp_begin) words.push_back(id);
+  }
+  return detokenize(words);
+}
+
+std::vector<decode::WhisperHypothesis> WhisperRecognizer::search_rows(
+    const models::WhisperModel::CrossKv& cross, std::span<const int64_t> rows,
+    decode::WhisperSearchOptions search, std::span<const Window> windows, size_t temperature_index,
+    double temperature) const {
+  const auto count = static_cast<int64_t>(rows.size());
+  search.temperature = temperature;
+  if (temperature > 0.0) {
+    search.num_beams = 1;  // openai-whisper samples greedily
+    for (const int64_t r : rows) {
+      // A window's own generator: its first sample and the temperature's
+      // position, mixed so neighbouring windows' streams differ.
+      search.sample_seeds.push_back(windows[static_cast<size_t>(r)].seed * 0x9E3779B97F4A7C15ULL +
+                                    temperature_index);
+    }
+  }
+  std::vector<int64_t> cross_rows;
+  for (const int64_t r : rows) {
+    for (int64_t k = 0; k < search.num_beams; ++k) cross_rows.push_back(r);
+  }
+  decode::WhisperModelStep step(*model_, cross, std::move(cross_rows), search.max_length);
+  return decode::whisper_search(step, count, search);
+}
+
+std::vector<double> WhisperRecognizer::no_speech_probs(const models::WhisperModel::CrossKv& cross,
+                                                       std::span<const int64_t> rows) const {
+  const models::WhisperGeneration& g = source_.generation;
+  const int64_t no_speech_token = g.no_timestamps_token_id - 1;  // HF's rule
+  decode::WhisperModelStep probe(*model_, cross, std::vector<int64_t>(rows.begin(), rows.end()),
+                                 /*capacity_tokens=*/2);
+  const auto count = static_cast<int64_t>(rows.size());
+  const Tensor sot = Tensor::from_vector(
+      std::vector<int64_t>(static_cast<size_t>(count), g.decoder_start_token_id), {count, 1});
+  const Tensor logits = probe.step(sot).to(Device::cpu()).to(DType::kF32).contiguous();
+  const int64_t vocab = logits.size(1);
+  OASR_CHECK(no_speech_token >= 0 && no_speech_token < vocab, kUnsupported,
+             "this Whisper checkpoint has no <|nospeech|> token before <|notimestamps|> (",
+             g.no_timestamps_token_id, "); drop no_speech_threshold");
+  std::vector<double> out;
+  for (int64_t r = 0; r < count; ++r) {
+    const float* row = logits.data<float>() + r * vocab;
+    double peak = -std::numeric_limits<double>::infinity();
+    for (int64_t v = 0; v < vocab; ++v) peak = std::max(peak, static_cast<double>(row[v]));
+    double sum = 0.0;
+    for (int64_t v = 0; v < vocab; ++v) sum += std::exp(static_cast<double>(row[v]) - peak);
+    out.push_back(std::exp(static_cast<double>(row[no_speech_token]) - peak) / sum);
+  }
+  return out;
+}
+
+std::vector<WhisperRecognizer::WindowResult> WhisperRecognizer::decode_windows(
     std::span<const Window> windows, const DecodeOptions& options) const {
   const auto batch = static_cast<int64_t>(windows.size());
   const int64_t mels = source_.config.num_mel_bins;
   using Clock = std::chrono::steady_clock;
   const auto start = Clock::now();
   Tensor mel = Tensor::empty({batch, mels, audio::WhisperLogMel::kFrames}, DType::kF32);
-  for (int64_t b = 0; b < batch; ++b) mel.select(0, b).copy_(log_mel(windows[b].samples));
+  for (int64_t b = 0; b < batch; ++b) {
+    const Window& w = windows[b];
+    mel.select(0, b).copy_(w.mel.defined() ? w.mel : log_mel(w.samples));
+  }
   const Tensor encoded = model_->encode(mel);
   const auto encoded_at = Clock::now();
   const models::WhisperModel::CrossKv cross = model_->cross_kv(encoded);
-  const decode::WhisperSearchOptions search = search_options(options);
-  decode::WhisperModelStep step(*model_, cross, decode::whisper_cross_rows(batch, search.num_beams),
-                                search.max_length);
-  auto hypotheses = decode::whisper_search(step, batch, search);
+  const decode::WhisperFallback fallback =
+      decode::WhisperFallback::resolve(options.temperatures, options.compression_ratio_threshold,
+                                       options.logprob_threshold, options.no_speech_threshold);
+
+  std::vector<WindowResult> out(windows.size());
+  // Sequential windows decode with timestamp tokens whatever the options
+  // say; the others as the options say: one search per kind.
+  for (const bool sequential : {false, true}) {
+    std::vector<int64_t> rows;
+    for (int64_t b = 0; b < batch; ++b) {
+      if (windows[b].sequential == sequential) rows.push_back(b);
+    }
+    if (rows.empty()) continue;
+    DecodeOptions kind = options;
+    kind.timestamps = options.timestamps || sequential;
+    decode::WhisperSearchOptions search = search_options(kind);
+    search.filtered_log_probs = fallback.judges();
+    std::vector<double> no_speech(rows.size(), 0.0);
+    if (fallback.needs_no_speech_prob()) no_speech = no_speech_probs(cross, rows);
+    // pending[i]: position in `rows` of a window still to judge.
+    std::vector<size_t> pending(rows.size());
+    for (size_t i = 0; i < rows.size(); ++i) pending[i] = i;
+    for (size_t t = 0; t < fallback.temperatures.size() && !pending.empty(); ++t) {
+      std::vector<int64_t> these;
+      for (const size_t i : pending) these.push_back(rows[i]);
+      std::vector<decode::WhisperHypothesis> hyps =
+          search_rows(cross, these, search, windows, t, fallback.temperatures[t]);
+      std::vector<size_t> rejected;
+      for (size_t j = 0; j < pending.size(); ++j) {
+        const size_t i = pending[j];
+        WindowResult& result = out[static_cast<size_t>(rows[i])];
+        result.hypothesis = std::move(hyps[j]);
+        if (!fallback.judges()) continue;
+        const decode::WhisperHypothesis& h = result.hypothesis;
+        const double ratio =
+            decode::whisper_compression_ratio(text_without_timestamps(h.tokens));
+        const double avg_logprob =
+            h.filtered_log_prob / static_cast<double>(h.tokens.size() + 1);
+        const decode::FallbackVerdict verdict =
+            decode::judge_decode(fallback, ratio, avg_logprob, no_speech[i]);
+        result.skip = verdict.skip;
+        if (verdict.rejected) rejected.push_back(i);
+        log::debug("whisper fallback: window at {:.2f} s, temperature {}: compression {:.2f}, "
+                   "avg logprob {:.3f}, no speech {:.3f}{}{}",
+                   windows[static_cast<size_t>(rows[i])].start_seconds, fallback.temperatures[t],
+                   ratio, avg_logprob, no_speech[i], verdict.rejected ? ", rejected" : "",
+                   verdict.skip ? ", silence" : "");
+      }
+      pending = std::move(rejected);
+    }
+  }
   // Where a window's time goes (OASR_LOG_LEVEL=debug), for profiling runs.
   const auto ms = [](auto from, auto to) {
     return std::chrono::duration<double, std::milli>(to - from).count();
   };
   log::debug("whisper: {} window(s): log-mel + encoder {:.1f} ms, cross K/V + search {:.1f} ms",
              batch, ms(start, encoded_at), ms(encoded_at, Clock::now()));
-  return hypotheses;
+  return out;
 }
+
+namespace {
+
+// One utterance decoded in consecutive independent windows.
+struct WindowedUtterance {
+  std::vector<std::string> texts;
+};
+
+// One utterance decoded sequentially (HF's long-form loop).
+struct SequentialUtterance {
+  size_t utterance = 0;
+  std::span<const float> samples;
+  int64_t frames = 0;  // samples / 160 (WhisperLogMel::compute_whole)
+  int64_t seek = 0;
+  Tensor mel;  // the whole utterance's log-mel while it is being decoded
+};
+
+// Frames [seek, seek + count) of a whole log-mel, zero-padded to 3000 (HF's
+// _get_input_segment pads the feature slice with 0).
+Tensor window_of(const Tensor& whole, int64_t seek, int64_t count) {
+  const int64_t mels = whole.size(0);
+  const int64_t frames = whole.size(1);
+  Tensor out = Tensor::zeros({mels, audio::WhisperLogMel::kFrames}, DType::kF32);
+  const float* from = whole.data<float>();
+  float* to = out.data<float>();
+  for (int64_t m = 0; m < mels; ++m) {
+    std::copy(from + m * frames + seek, from + m * frames + seek + count,
+              to + m * audio::WhisperLogMel::kFrames);
+  }
+  return out;
+}
+
+}  // namespace
 
 std::vector<Transcript> WhisperRecognizer::transcribe(std::span<const Waveform> utterances,
                                                       const DecodeOptions& options,
@@ -207,58 +364,120 @@ std::vector<Transcript> WhisperRecognizer::transcribe(std::span<const Waveform> 
   OASR_CHECK(max_batch_size >= 1, kInvalidArgument, "max_batch_size must be >= 1, got ",
              max_batch_size);
   search_options(options);  // refuses bad options before any work
-  // Every window is 30 s (the last one zero-padded), so batches need no
-  // length bucketing; windows of one utterance are independent.
-  std::vector<Window> windows;
+  const int64_t window_frames = audio::WhisperLogMel::kFrames;
+  const int64_t timestamp_begin = source_.generation.no_timestamps_token_id + 1;
+  const auto text_of = [&](std::span<const int64_t> tokens) {
+    return text_without_timestamps(tokens);
+  };
+  std::vector<Transcript> out(utterances.size());
+
+  // Work: fixed windows (every utterance up to 30 s, and longer ones under
+  // long_form=windows), known up front; and sequential utterances, one
+  // window at a time. Each round decodes up to max_batch_size windows.
+  std::vector<Window> fixed;
+  std::vector<SequentialUtterance> sequential;
+  std::vector<WindowedUtterance> windowed(utterances.size());
+  int64_t total_frames = 0;
   for (size_t u = 0; u < utterances.size(); ++u) {
     const std::span<const float> samples(utterances[u]);
+    if (samples.size() > static_cast<size_t>(kWindowSamples) && options.long_form == "sequential") {
+      SequentialUtterance s{u, samples, static_cast<int64_t>(samples.size()) /
+                                            audio::WhisperLogMel::kHopLength};
+      total_frames += s.frames;
+      sequential.push_back(std::move(s));
+      continue;
+    }
     size_t start = 0;
     do {
       const size_t length = std::min<size_t>(kWindowSamples, samples.size() - start);
-      windows.push_back(
-          Window{u, samples.subspan(start, length), static_cast<double>(start) / kSampleRate});
+      fixed.push_back(Window{u, samples.subspan(start, length), Tensor(),
+                             static_cast<double>(start) / kSampleRate, window_frames, false,
+                             static_cast<uint64_t>(start) + 1});
+      total_frames += window_frames;
       start += length;
     } while (start < samples.size());
   }
-  std::vector<decode::WhisperHypothesis> hyps;
-  hyps.reserve(windows.size());
-  const auto batch = static_cast<size_t>(max_batch_size);
-  // Long-form audio takes minutes on the CPU: windows done, on a terminal.
+  // Long-form audio takes minutes on the CPU: mel frames done, on a terminal.
   std::optional<ProgressBar> progress;
-  if (windows.size() > batch) progress.emplace(static_cast<int64_t>(windows.size()), "whisper");
-  for (size_t start = 0; start < windows.size(); start += batch) {
+  if (fixed.size() + sequential.size() > static_cast<size_t>(max_batch_size) ||
+      !sequential.empty()) {
+    progress.emplace(total_frames, "whisper");
+    progress->set_unit("frames");
+  }
+
+  const auto batch = static_cast<size_t>(max_batch_size);
+  size_t next_fixed = 0;
+  while (true) {
     throw_if_cancelled();
-    const size_t count = std::min(batch, windows.size() - start);
-    auto decoded = decode_windows(std::span<const Window>(windows).subspan(start, count), options);
-    for (auto& h : decoded) hyps.push_back(std::move(h));
-    if (progress) progress->advance(static_cast<int64_t>(count));
+    std::vector<Window> round;
+    std::vector<size_t> owners;  // round[i] of sequential[owners[i]], or npos
+    for (size_t s = 0; s < sequential.size() && round.size() < batch; ++s) {
+      SequentialUtterance& su = sequential[s];
+      if (su.seek >= su.frames) continue;
+      if (!su.mel.defined()) su.mel = mel_.compute_whole(su.samples);
+      const int64_t count = std::min(window_frames, su.frames - su.seek);
+      round.push_back(Window{su.utterance, {}, window_of(su.mel, su.seek, count),
+                             static_cast<double>(su.seek) / 100.0, count, true,
+                             static_cast<uint64_t>(su.seek) * audio::WhisperLogMel::kHopLength + 1});
+      owners.push_back(s);
+    }
+    while (round.size() < batch && next_fixed < fixed.size()) {
+      round.push_back(fixed[next_fixed++]);
+      owners.push_back(std::string::npos);
+    }
+    if (round.empty()) break;
+    std::vector<WindowResult> results = decode_windows(round, options);
+    for (size_t i = 0; i < round.size(); ++i) {
+      const Window& w = round[i];
+      const decode::WhisperHypothesis& h = results[i].hypothesis;
+      Transcript& t = out[w.utterance];
+      t.score += h.score;
+      int64_t advance = w.frames;
+      if (owners[i] == std::string::npos) {
+        if (results[i].skip) {
+          windowed[w.utterance].texts.emplace_back();
+        } else {
+          t.tokens.insert(t.tokens.end(), h.tokens.begin(), h.tokens.end());
+          windowed[w.utterance].texts.push_back(text_of(h.tokens));
+          if (options.timestamps) {
+            for (Segment& segment :
+                 whisper_window_segments(h.tokens, timestamp_begin, w.start_seconds, text_of)) {
+              t.segments.push_back(std::move(segment));
+            }
+          }
+        }
+      } else if (!results[i].skip) {
+        const decode::WindowSeek seek =
+            decode::seek_window_segments(h.tokens, timestamp_begin, w.frames);
+        for (const decode::WindowSegment& piece : seek.segments) {
+          const std::span<const int64_t> slice =
+              std::span<const int64_t>(h.tokens).subspan(piece.first, piece.last - piece.first);
+          t.tokens.insert(t.tokens.end(), slice.begin(), slice.end());
+          std::string text = text_of(slice);
+          if (options.timestamps && !text.empty()) {
+            t.segments.push_back(Segment{w.start_seconds + piece.start,
+                                         w.start_seconds + piece.end, std::move(text),
+                                         std::vector<int64_t>(slice.begin(), slice.end())});
+          }
+        }
+        // A window whose last complete segment ends at its start would be
+        // decoded again forever (as HF would): move on by the whole window.
+        advance = seek.advance_frames > 0 ? seek.advance_frames : w.frames;
+      }
+      if (owners[i] != std::string::npos) {
+        SequentialUtterance& su = sequential[owners[i]];
+        su.seek += advance;
+        if (su.seek >= su.frames) su.mel = Tensor();  // done: free its log-mel
+      }
+      if (progress) progress->advance(owners[i] == std::string::npos ? window_frames : advance);
+    }
   }
   if (progress) progress->finish();
 
-  std::vector<Transcript> out(utterances.size());
-  std::vector<std::vector<std::string>> texts(utterances.size());
-  const int64_t timestamp_begin = source_.generation.no_timestamps_token_id + 1;
-  // Timestamp tokens have no text (HF's decode filters them out).
-  const auto text_of = [&](std::span<const int64_t> tokens) {
-    std::vector<int64_t> words;
-    for (const int64_t id : tokens) {
-      if (id < timestamp_begin) words.push_back(id);
-    }
-    return detokenize(words);
-  };
-  for (size_t w = 0; w < windows.size(); ++w) {
-    Transcript& t = out[windows[w].utterance];
-    t.tokens.insert(t.tokens.end(), hyps[w].tokens.begin(), hyps[w].tokens.end());
-    t.score += hyps[w].score;
-    texts[windows[w].utterance].push_back(text_of(hyps[w].tokens));
-    if (options.timestamps) {
-      for (Segment& segment : whisper_window_segments(hyps[w].tokens, timestamp_begin,
-                                                      windows[w].start_seconds, text_of)) {
-        t.segments.push_back(std::move(segment));
-      }
-    }
+  for (size_t u = 0; u < out.size(); ++u) {
+    out[u].text = windowed[u].texts.empty() ? text_of(out[u].tokens)
+                                            : join_window_texts(windowed[u].texts);
   }
-  for (size_t u = 0; u < out.size(); ++u) out[u].text = join_window_texts(texts[u]);
   return out;
 }
 

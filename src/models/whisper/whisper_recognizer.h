@@ -4,24 +4,38 @@
 // beam_search (5 beams unless beam_size says otherwise). Whisper does not
 // stream.
 //
-// Each utterance is cut into consecutive 30 s windows (one window for audio
-// up to 30 s); each window gets WhisperFeatureExtractor's log-mel (zero
-// padded to 30 s), windows are encoded max_batch_size at a time, and each is
-// decoded on its own by decode/whisper_search (HF generate's short-form path
-// without timestamps: forced prompt, suppress processors, greedy or beam
-// search, max_length). The text of one window is what HF's
+// Audio up to 30 s is one window: WhisperFeatureExtractor's log-mel (zero
+// padded to 30 s), decoded by decode/whisper_search (HF generate's short-form
+// path: forced prompt, suppress processors, greedy or beam search,
+// max_length; timestamp tokens when asked). Its text is what HF's
 // tokenizer.batch_decode(generate(...), skip_special_tokens=True) returns,
 // leading space included.
 //
-// Declared difference from HF for audio over 30 s: HF switches to its
-// sequential long-form algorithm (timestamp tokens, windows that advance to
-// the last complete segment, conditioning on the previous text, temperature
-// fallback). Here the windows are fixed: window i covers samples
-// [480000 i, 480000 (i + 1)), each is transcribed independently with the
-// short-form rules above, and the transcript is the windows' texts, each
-// stripped of surrounding whitespace, the non-empty ones joined with one
-// space (audio up to 30 s keeps HF's text as it is). Tokens are the windows' tokens in order; the
-// score is the sum of the windows' scores. A word cut by a window boundary may be lost or split.
+// Audio over 30 s (decode option long_form):
+//  - "sequential" (the default): HF's long-form algorithm for one utterance
+//    (decode/whisper_long_form.h): the whole utterance's log-mel, windows that
+//    start where the previous one's last complete segment ended, decoded with
+//    timestamp tokens. Tokens are the kept segments' tokens in order
+//    (timestamps included), the text is their decode (HF's batch_decode of
+//    generate's sequences), segments (with timestamps=true) are generate's
+//    segments; the score is the sum of the windows' scores. Not done:
+//    conditioning on the previous text (HF's condition_on_prev_tokens, off by
+//    default there; on in openai-whisper).
+//  - "windows": consecutive, independent 30 s windows: window i covers
+//    samples [480000 i, 480000 (i + 1)), each transcribed with the short-form
+//    rules above; the transcript is the windows' texts, each stripped of
+//    surrounding whitespace, the non-empty ones joined with one space; tokens
+//    the windows' tokens in order; the score the sum of theirs. A word cut by
+//    a window boundary may be lost or split.
+// Utterances are independent of one another (batch invariance): a batch
+// holds windows of several utterances, and each row's result is its own.
+//
+// Temperature fallback (decode options temperatures and the thresholds,
+// greedy_search only): every window, short or long-form, is judged and
+// decoded again at the next temperature as decode/whisper_long_form.h says;
+// sampling at window w of an utterance draws from a generator seeded by the
+// window's first sample and the temperature's position, so a transcript is
+// reproducible and independent of its batch.
 //
 // Multilingual checkpoints are decoded as English transcription: the
 // prompt is <|startoftranscript|><|en|><|transcribe|><|notimestamps|> (HF with
@@ -82,14 +96,37 @@ class WhisperRecognizer final : public Recognizer {
   const models::WhisperModel& model() const { return *model_; }
 
  private:
+  // One 30 s window to decode: its log-mel [n_mels, 3000] and where it sits.
   struct Window {
-    size_t utterance;
-    std::span<const float> samples;
-    double start_seconds;  // where the window starts in its utterance
+    size_t utterance = 0;
+    std::span<const float> samples;  // a fixed window's samples (its mel is made when decoded)
+    Tensor mel;                      // a sequential window's slice of the whole log-mel
+    double start_seconds = 0.0;  // where the window starts in its utterance
+    int64_t frames = 0;          // mel frames of audio in it (<= 3000)
+    bool sequential = false;     // long-form sequential: decoded with timestamps
+    uint64_t seed = 0;           // the sampling generator's seed (fallback)
   };
-  // Decodes up to max_batch_size windows; one hypothesis per window.
-  std::vector<decode::WhisperHypothesis> decode_windows(std::span<const Window> windows,
-                                                        const DecodeOptions& options) const;
+  struct WindowResult {
+    decode::WhisperHypothesis hypothesis;
+    bool skip = false;  // the fallback judged it silence
+  };
+  // Decodes the windows (up to max_batch_size) with one encoder call; the
+  // fallback re-decodes rejected ones.
+  std::vector<WindowResult> decode_windows(std::span<const Window> windows,
+                                           const DecodeOptions& options) const;
+  // Decodes rows `rows` of `cross` (one hypothesis each) at temperature
+  // `temperature` with `search` (seeds from `windows` where it samples).
+  std::vector<decode::WhisperHypothesis> search_rows(const models::WhisperModel::CrossKv& cross,
+                                                     std::span<const int64_t> rows,
+                                                     decode::WhisperSearchOptions search,
+                                                     std::span<const Window> windows,
+                                                     size_t temperature_index,
+                                                     double temperature) const;
+  // softmax(logits after <|startoftranscript|> alone)[<|nospeech|>] per row.
+  std::vector<double> no_speech_probs(const models::WhisperModel::CrossKv& cross,
+                                      std::span<const int64_t> rows) const;
+  // The text of tokens with the timestamp tokens left out.
+  std::string text_without_timestamps(std::span<const int64_t> tokens) const;
 
   models::WhisperSource source_;
   std::unique_ptr<models::WhisperModel> model_;
