@@ -12,14 +12,18 @@
 #      decoding loop): `oasr eval --output-format json`, float32 and float16,
 #      greedy, without and with the temperature fallback
 #      (--temperatures 0,0.2,0.4,0.6,0.8,1.0, openai-whisper's thresholds).
-# Usage: bench/whisper_long_form.sh BIN_DIR MODEL_DIR LONG_MANIFEST SYNTH_MANIFEST OUT [steps, default 12]
+#   3. the decoder step at batch 16 (`oasr bench whisper`'s ms_per_decode_step:
+#      the search's wall time over its decoder calls), float16 against the
+#      fp8 KV cache, greedy and 5 beams, on SYNTH_MANIFEST's first 160 clips
+#      (long decodes: its looping clips run to the 448-token limit).
+# Usage: bench/whisper_long_form.sh BIN_DIR MODEL_DIR LONG_MANIFEST SYNTH_MANIFEST OUT [steps, default 123]
 set -uo pipefail
 bin=$1
 model=$2
 long=$3
 synth=$4
 out=$5
-steps=${6:-12}
+steps=${6:-123}
 mkdir -p "$out"
 want() { [[ $steps == *$1* ]]; }
 fallback=(--temperatures 0,0.2,0.4,0.6,0.8,1.0)
@@ -54,6 +58,19 @@ if want 2; then
         --device cuda --dtype "$dtype" --max-batch-size 16 "${extra[@]}" \
         > "$out/synth_${dtype}_$mode.json" 2>> "$out/eval.err"
       echo "synth $dtype $mode: exit $? in $((SECONDS - start)) s: $(head -c 400 "$out/synth_${dtype}_$mode.json")"
+    done
+  done
+fi
+
+if want 3; then
+  for method in greedy_search beam_search; do
+    for kv in none fp8_e4m3; do
+      quant=()
+      [[ $kv == fp8_e4m3 ]] && quant=(--quantization-option kv_cache=fp8_e4m3)
+      "$bin/oasr" bench whisper --ckpt-dir "$model" --manifest "$synth" --utterances 160 \
+        --warmup 1 --repeats "${REPEATS:-3}" --device cuda --dtype float16 --max-batch-size 16 \
+        --decode-method "$method" "${quant[@]}" --no-baseline 2>> "$out/bench.err" |
+        sed "s/^{/{\"run\": \"step_${method}_kv_$kv\", /" | tee -a "$out/bench.jsonl"
     done
   done
 fi

@@ -166,6 +166,8 @@ void run_bench_whisper(const BenchWhisperOptions& options) {
   // median wall time (a device run's spread between calls is large).
   std::vector<double> walls;
   std::vector<engine::Transcript> transcripts;
+  const auto& whisper = asr.recognizer_as<engine::WhisperRecognizer>();
+  whisper.reset_decode_stats();
   for (int i = 0; i < options.repeats; ++i) {
     const auto start = std::chrono::steady_clock::now();
     transcripts = asr.transcribe(samples);
@@ -201,6 +203,18 @@ void run_bench_whisper(const BenchWhisperOptions& options) {
     line["wall_s_each"] = each;
   }
   line["rtfx"] = round3(audio_seconds / wall);
+  // Per timed call (the sums over the repeats divided by their count): the
+  // encoder's share and the decoder steps with their mean time.
+  const engine::WhisperRecognizer::DecodeStats stats = whisper.decode_stats();
+  const double calls = static_cast<double>(walls.size());
+  line["windows"] = static_cast<double>(stats.windows) / calls;
+  line["encoder_s"] = round3(stats.encoder_seconds / calls);
+  line["decode_steps"] = static_cast<double>(stats.decode_steps) / calls;
+  line["search_s"] = round3(stats.search_seconds / calls);
+  if (stats.decode_steps > 0) {
+    line["ms_per_decode_step"] =
+        round3(1000.0 * stats.search_seconds / static_cast<double>(stats.decode_steps));
+  }
   put_counts(line, score(utterances, hypotheses));
   if (config.device.rfind("cuda", 0) == 0) {
     // The default pool keeps what it reserved: its size after the run is

@@ -10,6 +10,7 @@
 // at most 10% against HF's greedy ones (measured: printed).
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <chrono>
 #include <cmath>
 #include <filesystem>
@@ -25,6 +26,7 @@
 #include "eval/text_normalizer.h"
 #include "eval/wer.h"
 #include "models/u2pp/u2pp_recognizer.h"
+#include "models/whisper/whisper_recognizer.h"
 #include "support/test_support.h"
 
 namespace oasr {
@@ -380,6 +382,32 @@ TEST(WhisperE2E, EngineServesWhisperAndRefusesU2ppMembers) {
   }
   EXPECT_NE(error_of([&] { engine.start_session(); }).find("Whisper does not stream"),
             std::string::npos);
+}
+
+// The decode statistics oasr bench whisper reports: two short prompts in one
+// batch are one window each and one encoder call; greedy search takes one
+// decoder step per generated token of the longest row, its eos included.
+TEST(WhisperE2E, DecodeStatsCountWindowsAndSteps) {
+  CASES_OR_SKIP(cases);
+  engine::EngineConfig config = config_for(cases, "");
+  config.max_batch_size = 2;
+  const engine::ASREngine engine(config);
+  const auto& whisper = engine.recognizer_as<engine::WhisperRecognizer>();
+  whisper.reset_decode_stats();
+  const json& utterances = cases.at("utterances");
+  const auto results = engine.transcribe_files(
+      {utterances[0].at("wav16").get<std::string>(), utterances[2].at("wav16").get<std::string>()});
+  ASSERT_EQ(results.size(), 2u);
+  const auto stats = whisper.decode_stats();
+  EXPECT_EQ(stats.windows, 2);
+  EXPECT_EQ(stats.encoder_calls, 1);
+  const auto longest = static_cast<int64_t>(
+      std::max(results[0].tokens.size(), results[1].tokens.size()));
+  EXPECT_EQ(stats.decode_steps, longest + 1);  // both end in eos (HF's texts are complete)
+  EXPECT_GT(stats.search_seconds, 0.0);
+  EXPECT_GT(stats.encoder_seconds, 0.0);
+  whisper.reset_decode_stats();
+  EXPECT_EQ(whisper.decode_stats().decode_steps, 0);
 }
 
 // Decode options per request: one engine, each call its own method; the

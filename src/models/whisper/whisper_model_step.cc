@@ -13,6 +13,7 @@ WhisperModelStep::WhisperModelStep(const models::WhisperModel& model,
       cache_(model.make_cache(static_cast<int64_t>(cross_rows_.size()), capacity_tokens)) {}
 
 Tensor WhisperModelStep::step(const Tensor& tokens) {
+  ++calls_;
   const Tensor logits = model_.decode(tokens, cross_, cross_rows_, cache_);  // [R, n, V]
   // The last position's rows, where the model is served: on a device the
   // search reduces them there (decode/whisper_search.h).

@@ -31,12 +31,14 @@ class WhisperModelStep final : public WhisperDecoderStep {
   bool retain(std::span<const int64_t> rows) override;
 
   const layers::KvCache& cache() const { return cache_; }
+  int64_t calls() const { return calls_; }  // decoder calls so far (one per search step)
 
  private:
   const models::WhisperModel& model_;
   const models::WhisperModel::CrossKv& cross_;
   std::vector<int64_t> cross_rows_;
   layers::KvCache cache_;
+  int64_t calls_ = 0;
 };
 
 // Row layout of whisper_search for `batch` utterances and `beams` beams:

@@ -222,7 +222,24 @@ std::vector<decode::WhisperHypothesis> WhisperRecognizer::search_rows(
     for (int64_t k = 0; k < search.num_beams; ++k) cross_rows.push_back(r);
   }
   decode::WhisperModelStep step(*model_, cross, std::move(cross_rows), search.max_length);
-  return decode::whisper_search(step, count, search);
+  const auto start = std::chrono::steady_clock::now();
+  std::vector<decode::WhisperHypothesis> out = decode::whisper_search(step, count, search);
+  const double seconds =
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  const std::lock_guard<std::mutex> lock(stats_mutex_);
+  stats_.decode_steps += step.calls();
+  stats_.search_seconds += seconds;
+  return out;
+}
+
+WhisperRecognizer::DecodeStats WhisperRecognizer::decode_stats() const {
+  const std::lock_guard<std::mutex> lock(stats_mutex_);
+  return stats_;
+}
+
+void WhisperRecognizer::reset_decode_stats() const {
+  const std::lock_guard<std::mutex> lock(stats_mutex_);
+  stats_ = DecodeStats{};
 }
 
 std::vector<double> WhisperRecognizer::no_speech_probs(const models::WhisperModel::CrossKv& cross,
@@ -265,6 +282,13 @@ std::vector<WhisperRecognizer::WindowResult> WhisperRecognizer::decode_windows(
   const Tensor encoded = model_->encode(mel);
   const auto encoded_at = Clock::now();
   const models::WhisperModel::CrossKv cross = model_->cross_kv(encoded);
+  {
+    const std::lock_guard<std::mutex> lock(stats_mutex_);
+    stats_.windows += batch;
+    stats_.encoder_calls += 1;
+    stats_.encoder_seconds +=
+        std::chrono::duration<double>(Clock::now() - start).count();
+  }
   const decode::WhisperFallback fallback =
       decode::WhisperFallback::resolve(options.temperatures, options.compression_ratio_threshold,
                                        options.logprob_threshold, options.no_speech_threshold);
@@ -464,12 +488,14 @@ std::vector<Transcript> WhisperRecognizer::transcribe(std::span<const Waveform> 
         // decoded again forever (as HF would): move on by the whole window.
         advance = seek.advance_frames > 0 ? seek.advance_frames : w.frames;
       }
+      int64_t done_frames = window_frames;
       if (owners[i] != std::string::npos) {
         SequentialUtterance& su = sequential[owners[i]];
+        done_frames = std::min(advance, su.frames - su.seek);  // seek may pass the end
         su.seek += advance;
         if (su.seek >= su.frames) su.mel = Tensor();  // done: free its log-mel
       }
-      if (progress) progress->advance(owners[i] == std::string::npos ? window_frames : advance);
+      if (progress) progress->advance(done_frames);
     }
   }
   if (progress) progress->finish();

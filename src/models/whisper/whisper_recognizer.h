@@ -45,6 +45,7 @@
 #include <cstdint>
 #include <functional>
 #include <memory>
+#include <mutex>
 #include <span>
 #include <string>
 #include <vector>
@@ -92,6 +93,20 @@ class WhisperRecognizer final : public Recognizer {
 
   // log-mel [n_mels, 3000] of one window (at most 30 s of samples).
   Tensor log_mel(std::span<const float> window) const { return mel_.compute(window); }
+  // Where decoding time goes, summed over every transcribe() since the last
+  // reset (oasr bench whisper): windows encoded, decoder steps (one decoder
+  // call for all of a search's rows) and the wall time of each part. A
+  // step's time includes its host work (the search reads every step's
+  // candidates on the host, which waits for the device).
+  struct DecodeStats {
+    int64_t windows = 0;
+    int64_t encoder_calls = 0;
+    double encoder_seconds = 0.0;  // log-mel, encoder and cross K/V
+    int64_t decode_steps = 0;
+    double search_seconds = 0.0;
+  };
+  DecodeStats decode_stats() const;
+  void reset_decode_stats() const;
   const models::WhisperSource& source() const { return source_; }
   const models::WhisperModel& model() const { return *model_; }
 
@@ -134,6 +149,8 @@ class WhisperRecognizer final : public Recognizer {
   audio::WhisperLogMel mel_;
   decode::ByteLevelBpeTokenizer tokenizer_;
   std::vector<int64_t> prompt_;
+  mutable std::mutex stats_mutex_;
+  mutable DecodeStats stats_;
 };
 
 // Whisper's decode options: greedy_search unless told; beam_search with 5
