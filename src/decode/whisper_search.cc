@@ -121,14 +121,31 @@ uint64_t splitmix64(uint64_t& state) {
   return z ^ (z >> 31);
 }
 
-// log(sum(exp(row))) in double over the finite entries (-inf: none).
-double log_sum_exp(std::span<const float> row) {
-  double peak = -std::numeric_limits<double>::infinity();
-  for (const float v : row) peak = std::max(peak, static_cast<double>(v));
-  if (!std::isfinite(peak)) return peak;
-  double sum = 0.0;
-  for (const float v : row) sum += std::exp(static_cast<double>(v) - peak);
-  return peak + std::log(sum);
+// log_softmax(processed)[token] from the unprocessed row's log_softmax: the
+// processors only set entries to -inf, so the processed normaliser is the
+// unprocessed one plus log(the kept tokens' probability mass), summed in
+// double over whichever of the kept or the removed tokens are fewer.
+double filtered_log_prob(std::span<const float> processed, std::span<const float> log_probs,
+                         int64_t token) {
+  int64_t removed = 0;
+  for (size_t v = 0; v < processed.size(); ++v) {
+    removed += (processed[v] == kMinusInf && log_probs[v] != kMinusInf) ? 1 : 0;
+  }
+  double kept_mass = 0.0;
+  if (removed * 2 < static_cast<int64_t>(processed.size())) {
+    double removed_mass = 0.0;
+    for (size_t v = 0; v < processed.size(); ++v) {
+      if (processed[v] == kMinusInf && log_probs[v] != kMinusInf) {
+        removed_mass += std::exp(static_cast<double>(log_probs[v]));
+      }
+    }
+    kept_mass = 1.0 - removed_mass;
+  } else {
+    for (size_t v = 0; v < processed.size(); ++v) {
+      if (processed[v] != kMinusInf) kept_mass += std::exp(static_cast<double>(log_probs[v]));
+    }
+  }
+  return static_cast<double>(log_probs[static_cast<size_t>(token)]) - std::log(kept_mass);
 }
 
 // A token drawn from softmax(row / temperature) with a uniform draw of the
@@ -139,12 +156,15 @@ int64_t sample_token(std::span<const float> row, double temperature, uint64_t& s
   for (const float v : row) peak = std::max(peak, static_cast<double>(v));
   OASR_CHECK(std::isfinite(peak), kInternal, "whisper sampling: every token is suppressed");
   double total = 0.0;
-  for (const float v : row) total += std::exp((static_cast<double>(v) - peak) / temperature);
+  for (const float v : row) {
+    if (v != kMinusInf) total += std::exp((static_cast<double>(v) - peak) / temperature);
+  }
   const double u = static_cast<double>(splitmix64(state) >> 11) * 0x1.0p-53;
   const double target = u * total;
   double running = 0.0;
   int64_t last_possible = 0;
   for (size_t i = 0; i < row.size(); ++i) {
+    if (row[i] == kMinusInf) continue;
     const double p = std::exp((static_cast<double>(row[i]) - peak) / temperature);
     if (p == 0.0) continue;
     running += p;
@@ -339,28 +359,21 @@ void apply_timestamp_rules(std::span<float> row, std::span<const int64_t> genera
       mask(rules.timestamp_begin + *rules.max_initial_timestamp_index + 1, vocab);
     }
   }
-  // log_softmax over the processed row; the timestamps' logsumexp against
-  // the best text token's log-probability.
-  float max_all = kMinusInf;
-  for (const float v : row) max_all = std::max(max_all, v);
-  if (max_all == kMinusInf) return;
-  double total = 0.0;
-  for (const float v : row) total += std::exp(static_cast<double>(v) - max_all);
-  const double log_total = max_all + std::log(total);
+  // HF compares the timestamps' logsumexp under log_softmax(row) with the
+  // best text token's log-probability; log_softmax's normaliser is on both
+  // sides, so the comparison needs only the timestamps' logsumexp and the
+  // two maxima (a pass of exp over the 1501 timestamps, not the vocabulary).
   float max_timestamp = kMinusInf;
   float max_text = kMinusInf;
-  for (int64_t v = 0; v < vocab; ++v) {
-    float& m = v < begin ? max_text : max_timestamp;
-    m = std::max(m, row[v]);
+  for (int64_t v = 0; v < begin; ++v) max_text = std::max(max_text, row[v]);
+  for (int64_t v = begin; v < vocab; ++v) max_timestamp = std::max(max_timestamp, row[v]);
+  if (max_timestamp == kMinusInf || max_text == kMinusInf) return;
+  double sum = 0.0;
+  for (int64_t v = begin; v < vocab; ++v) {
+    sum += std::exp(static_cast<double>(row[v]) - max_timestamp);
   }
-  double timestamp_logprob = -std::numeric_limits<double>::infinity();
-  if (max_timestamp != kMinusInf) {
-    double sum = 0.0;
-    for (int64_t v = begin; v < vocab; ++v)
-      sum += std::exp(static_cast<double>(row[v]) - max_timestamp);
-    timestamp_logprob = max_timestamp + std::log(sum) - log_total;
-  }
-  const double max_text_logprob = static_cast<double>(max_text) - log_total;
+  const double timestamp_logprob = max_timestamp + std::log(sum);
+  const auto max_text_logprob = static_cast<double>(max_text);
   if (timestamp_logprob > max_text_logprob) mask(0, begin);
 }
 
@@ -454,8 +467,11 @@ std::vector<WhisperHypothesis> whisper_greedy_search(WhisperDecoderStep& step, i
                            : torch_argmax(processed);
         chosen_log_prob[i] = log_probs.data<float>()[i * vocab + next[i]];
         if (options.filtered_log_probs) {
-          out[b].filtered_log_prob += static_cast<double>(processed[next[i]]) -
-                                      log_sum_exp(processed);
+          out[b].filtered_log_prob += filtered_log_prob(
+              processed,
+              std::span<const float>(log_probs.data<float>() + i * vocab,
+                                     static_cast<size_t>(vocab)),
+              next[i]);
         }
       }
     }

@@ -168,7 +168,7 @@ TEST(WhisperSampling, DrawsFromSoftmaxOverTemperature) {
         draws += 1.0;
         expected_log_prob += static_cast<double>(logits[static_cast<size_t>(t)]) - log_z;
       }
-      EXPECT_NEAR(h.filtered_log_prob, expected_log_prob, 1e-9);
+      EXPECT_NEAR(h.filtered_log_prob, expected_log_prob, 1e-5);  // from float32 log_softmax
     }
     double z = 0.0;
     for (const float l : logits) z += std::exp(static_cast<double>(l) / temperature);
