@@ -79,8 +79,9 @@ void add_engine_flags(CLI::App& app, EngineFlags& flags) {
       "Whisper fallback: reject a decode whose average token log-probability is below this "
       "(default with fallback: -1.0)");
   add("--no-speech-threshold", "no_speech_threshold", "FLOAT",
-      "Whisper fallback: a window whose <|nospeech|> probability exceeds this and whose "
-      "decode is below the logprob threshold is silence: skipped (default with fallback: 0.6)");
+      "Whisper fallback: a window whose <|nospeech|> probability exceeds this is silence and "
+      "skipped, unless its average log-probability is above --logprob-threshold (default with "
+      "fallback: 0.6)");
   add_quantization_flags(app, flags.quantization);
 }
 

@@ -22,7 +22,9 @@
 // when every temperature was rejected. A window is skipped (no segments,
 // seek advances over it) when no_speech_prob > no_speech_threshold and not
 // avg_logprob > logprob_threshold. With
-//   text            the decoded text without timestamp tokens,
+//   text            the decoded text without timestamp tokens, stripped of
+//                     surrounding whitespace (openai-whisper's
+//                     tokenizer.decode(tokens).strip()),
 //   compression_ratio(text) = len(utf8(text)) / len(zlib.compress(utf8(text)))
 //                     (zlib's default level; 0 for empty text),
 //   avg_logprob     = filtered_log_prob / (generated tokens + 1)
@@ -67,7 +69,10 @@ struct WindowSeek {
 //    timestamp when it has one other than <|0.00|>, else to the window's
 //    end, and seek advances by the whole window.
 // Declared difference: in that last case HF's end is window_frames x 0.02 s
-// (twice the window's duration); here it is window_frames / 100 s.
+// (twice the window's duration); here it is window_frames / 100 s. A seek
+// advance of 0 (a last pair at <|0.00|>) is returned as HF computes it; the
+// recognizer then moves on by the whole window instead of decoding the same
+// window forever.
 WindowSeek seek_window_segments(std::span<const int64_t> tokens, int64_t timestamp_begin,
                                 int64_t window_frames);
 

@@ -113,7 +113,8 @@ bool reduce_on_device(const Tensor& logits, const WhisperSearchOptions& options)
          !options.filtered_log_probs;
 }
 
-// splitmix64 (Steele, Lea, Flood 2014): one 64-bit state per utterance.
+// splitmix64: one 64-bit state per utterance (the generator of
+// java.util.SplittableRandom; a Weyl sequence through a 64-bit mixer).
 uint64_t splitmix64(uint64_t& state) {
   uint64_t z = (state += 0x9E3779B97F4A7C15ULL);
   z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ULL;
@@ -125,22 +126,25 @@ uint64_t splitmix64(uint64_t& state) {
 // processors only set entries to -inf, so the processed normaliser is the
 // unprocessed one plus log(the kept tokens' probability mass), summed in
 // double over whichever of the kept or the removed tokens are fewer.
+// (1 - removed mass is used only while the removed tokens hold at most half
+// the mass, so it never cancels to rounding noise.)
 double filtered_log_prob(std::span<const float> processed, std::span<const float> log_probs,
                          int64_t token) {
+  const auto removed_at = [&](size_t v) {
+    return processed[v] == kMinusInf && log_probs[v] != kMinusInf;
+  };
   int64_t removed = 0;
-  for (size_t v = 0; v < processed.size(); ++v) {
-    removed += (processed[v] == kMinusInf && log_probs[v] != kMinusInf) ? 1 : 0;
-  }
-  double kept_mass = 0.0;
+  for (size_t v = 0; v < processed.size(); ++v) removed += removed_at(v) ? 1 : 0;
+  double kept_mass = -1.0;
   if (removed * 2 < static_cast<int64_t>(processed.size())) {
     double removed_mass = 0.0;
     for (size_t v = 0; v < processed.size(); ++v) {
-      if (processed[v] == kMinusInf && log_probs[v] != kMinusInf) {
-        removed_mass += std::exp(static_cast<double>(log_probs[v]));
-      }
+      if (removed_at(v)) removed_mass += std::exp(static_cast<double>(log_probs[v]));
     }
-    kept_mass = 1.0 - removed_mass;
-  } else {
+    if (removed_mass <= 0.5) kept_mass = 1.0 - removed_mass;
+  }
+  if (kept_mass < 0.0) {
+    kept_mass = 0.0;
     for (size_t v = 0; v < processed.size(); ++v) {
       if (processed[v] != kMinusInf) kept_mass += std::exp(static_cast<double>(log_probs[v]));
     }

@@ -59,9 +59,14 @@ void DecodeOptions::validate() const {
                kInvalidArgument, "temperatures (--temperatures): value ", i + 1,
                " must be a number in [0, 10], got ", temperatures[i]);
   }
-  const auto finite = [](const std::optional<double>& v) { return !v || std::isfinite(*v); };
-  OASR_CHECK(finite(compression_ratio_threshold) && finite(logprob_threshold), kInvalidArgument,
-             "compression_ratio_threshold and logprob_threshold must be finite numbers");
+  OASR_CHECK(!compression_ratio_threshold || std::isfinite(*compression_ratio_threshold),
+             kInvalidArgument,
+             "compression_ratio_threshold (--compression-ratio-threshold) must be a finite "
+             "number, got ",
+             compression_ratio_threshold.value_or(0.0));
+  OASR_CHECK(!logprob_threshold || std::isfinite(*logprob_threshold), kInvalidArgument,
+             "logprob_threshold (--logprob-threshold) must be a finite number, got ",
+             logprob_threshold.value_or(0.0));
   OASR_CHECK(!no_speech_threshold || (*no_speech_threshold >= 0.0 && *no_speech_threshold <= 1.0),
              kInvalidArgument,
              "no_speech_threshold (--no-speech-threshold) is a probability in [0, 1], got ",

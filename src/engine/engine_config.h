@@ -67,7 +67,7 @@ struct DecodeOptions {
   // Whisper: how audio over 30 s is decoded ("sequential" or "windows").
   std::string long_form = "sequential";
   // Whisper: {0} decodes once; more values fall back to the next one while
-  // a threshold rejects the decode (models/whisper/whisper_fallback.h).
+  // a threshold rejects the decode (decode/whisper_long_form.h).
   std::vector<double> temperatures = {0.0};
   std::optional<double> compression_ratio_threshold;
   std::optional<double> logprob_threshold;

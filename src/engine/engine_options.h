@@ -7,11 +7,14 @@
 // Keys are the CLI's long flags without the dashes, '-' written '_':
 //   ckpt_dir, device, dtype, max_batch_size, threads,
 //   decode_method (alias decoding_method), beam_size, ctc_weight,
-//   reverse_weight, chunk_size, left_chunks, length_penalty,
+//   reverse_weight, chunk_size, left_chunks, length_penalty, timestamps,
+//   long_form, temperatures (a comma list), compression_ratio_threshold,
+//   logprob_threshold, no_speech_threshold,
 //   quantization (a scheme), quantization_option (repeatable key=value:
 //   ignore=GLOB[,GLOB...], module_types=KIND[,KIND...], kv_cache=fp8_e4m3).
 // A key may be given once, quantization_option any number of times. In JSON,
-// values are strings or numbers, quantization may also be the object
+// values are strings or numbers (timestamps a boolean, temperatures also a
+// list of numbers), quantization may also be the object
 // quant::QuantizationConfig::from_json reads, and quantization_option a list.
 // An unknown key, a repeated one, or a value of the wrong type is refused
 // naming the key, its flag and what it takes.

@@ -22,7 +22,7 @@ generate() on its own, texts stripped and joined with one space (HF's own
 long-form path would use timestamps and differ by design).
 
 Long-form sequential decoding (oasr's default over 30 s) on that input and
-on a longer one (~77 s: eight prompts with 1.5 s gaps, so windows end
+on a longer one (~101 s: eight prompts with 1.5 s gaps, so windows end
 inside speech): HF's long-form generate() for one utterance --
 features(audio, truncation=False, padding="longest",
 return_attention_mask=True), generate(return_timestamps=True,

@@ -384,6 +384,48 @@ TEST(WhisperE2E, EngineServesWhisperAndRefusesU2ppMembers) {
             std::string::npos);
 }
 
+// The temperature fallback on real speech: with openai-whisper's thresholds
+// clean prompts keep their greedy transcripts (nothing is rejected); with
+// every decode rejected (--logprob-threshold 0: an average log-probability
+// is never above 0) each window is re-decoded by sampling at temperature 1,
+// which changes transcripts, and the samples are the same whether the
+// windows are decoded one at a time or three to a batch (sequential windows
+// of the long input mixed with short prompts): seeds belong to windows.
+TEST(WhisperE2E, TemperatureFallbackKeepsCleanSpeechAndSamplesPerWindow) {
+  CASES_OR_SKIP(cases);
+  const json& utterances = cases.at("utterances");
+  std::vector<std::string> files;
+  std::vector<std::string> greedy_texts;
+  for (const size_t i : {0, 2, 3}) {
+    files.push_back(utterances[i].at("wav16"));
+    greedy_texts.push_back(utterances[i].at("greedy").at("text"));
+  }
+  files.push_back(cases.at("long").at("wav16"));
+  greedy_texts.push_back(cases.at("long").at("sequential").at("greedy").at("text"));
+  const auto kept = transcribe(cases, files,
+                               {"--temperatures", "0,0.2,0.4,0.6,0.8,1.0", "--max-batch-size", "3"});
+  ASSERT_EQ(kept.size(), files.size());
+  for (size_t i = 0; i < files.size(); ++i) EXPECT_EQ(kept[i].text, greedy_texts[i]) << files[i];
+
+  const std::vector<std::string> forced = {"--temperatures", "0,1.0", "--logprob-threshold", "0"};
+  std::vector<std::string> one_at_a_time = forced;
+  one_at_a_time.insert(one_at_a_time.end(), {"--max-batch-size", "1"});
+  std::vector<std::string> three = forced;
+  three.insert(three.end(), {"--max-batch-size", "3"});
+  const auto alone = transcribe(cases, files, one_at_a_time);
+  const auto batched = transcribe(cases, files, three);
+  ASSERT_EQ(alone.size(), files.size());
+  ASSERT_EQ(batched.size(), files.size());
+  int changed = 0;
+  for (size_t i = 0; i < files.size(); ++i) {
+    EXPECT_EQ(alone[i].tokens, batched[i].tokens) << files[i];
+    changed += alone[i].text != greedy_texts[i] ? 1 : 0;
+  }
+  EXPECT_GE(changed, 1) << "sampling at temperature 1 changed no transcript";
+  std::cout << changed << " of " << files.size()
+            << " transcripts changed by sampling at temperature 1\n";
+}
+
 // The decode statistics oasr bench whisper reports: two short prompts in one
 // batch are one window each and one encoder call; greedy search takes one
 // decoder step per generated token of the longest row, its eos included.

@@ -188,6 +188,32 @@ TEST(WhisperSampling, DrawsFromSoftmaxOverTemperature) {
   EXPECT_EQ(greedy[0].tokens, (std::vector<int64_t>{3, 3, 3}));  // the argmax
 }
 
+// A suppressed token holding 47 % and then 70 % of the probability: never
+// drawn, and the filtered log-probabilities are log_softmax over the others
+// (both ways of summing the kept mass: 1 - removed and the kept directly).
+TEST(WhisperSampling, SuppressedTokensLeaveTheDistribution) {
+  for (const float suppressed_logit : {2.0f, 3.0f}) {
+    std::vector<float> logits = {1.0f, 0.5f, -0.3f, suppressed_logit, 0.0f, -1.0f, 0.7f, -60.0f};
+    FixedLogitsStep step(logits);
+    auto options = sampling_options(1.0, 2000, 99);
+    options.suppress_tokens = {3};
+    const std::vector<WhisperHypothesis> hyps = whisper_search(step, 2000, options);
+    double log_z = 0.0;  // over the kept tokens
+    for (size_t v = 0; v < logits.size(); ++v) {
+      if (v != 3) log_z += std::exp(static_cast<double>(logits[v]));
+    }
+    log_z = std::log(log_z);
+    for (const WhisperHypothesis& h : hyps) {
+      double expected = 0.0;
+      for (const int64_t t : h.tokens) {
+        ASSERT_NE(t, 3);
+        expected += static_cast<double>(logits[static_cast<size_t>(t)]) - log_z;
+      }
+      EXPECT_NEAR(h.filtered_log_prob, expected, 1e-5) << suppressed_logit;
+    }
+  }
+}
+
 TEST(WhisperSampling, RefusesBeamsAndMissingSeeds) {
   FixedLogitsStep step({0.0f, 1.0f, 0.5f, 0.2f, 0.0f, 0.0f, 0.0f, 0.0f});
   auto options = sampling_options(0.5, 2, 1);

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <chrono>
 #include <cmath>
+#include <cstring>
 #include <limits>
 #include <optional>
 
@@ -25,6 +26,13 @@ decode::ByteLevelBpeTokenizer load_tokenizer(const models::WhisperSource& source
   }
   return decode::ByteLevelBpeTokenizer::from_vocab_merges(source.vocab_json, source.merges_txt,
                                                           source.added_tokens_json);
+}
+
+// splitmix64's output mixer (a bijection of 64-bit words).
+uint64_t mix64(uint64_t z) {
+  z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ULL;
+  z = (z ^ (z >> 27)) * 0x94D049BB133111EBULL;
+  return z ^ (z >> 31);
 }
 
 constexpr const char* kGreedy = "greedy_search";
@@ -122,7 +130,8 @@ DecodeOptions resolve_whisper_decode(const DecodeOverrides& o) {
   const auto refuse_u2pp_knob = [](bool given, const char* name) {
     OASR_CHECK(!given, kInvalidArgument, name,
                " applies to U2++ checkpoints; a Whisper checkpoint takes --decode-method ",
-               "greedy_search|beam_search, --beam-size, --length-penalty and --timestamps");
+               "greedy_search|beam_search, --beam-size, --length-penalty, --timestamps, "
+               "--long-form, --temperatures and the fallback thresholds");
   };
   refuse_u2pp_knob(o.ctc_weight.has_value(), "ctc_weight (--ctc-weight)");
   refuse_u2pp_knob(o.reverse_weight.has_value(), "reverse_weight (--reverse-weight)");
@@ -155,13 +164,18 @@ DecodeOptions resolve_whisper_decode(const DecodeOverrides& o) {
   d.logprob_threshold = o.logprob_threshold;
   d.no_speech_threshold = o.no_speech_threshold;
   d.validate();
-  const bool fallback = d.temperatures.size() > 1 || d.temperatures.front() != 0.0 ||
-                        d.compression_ratio_threshold || d.logprob_threshold ||
-                        d.no_speech_threshold;
-  OASR_CHECK(d.method == kGreedy || !fallback, kInvalidArgument,
-             "temperatures and the fallback thresholds sample and judge greedy decodes "
-             "(openai-whisper's default decode); beam_search takes none of them: drop them or "
-             "use --decode-method greedy_search");
+  std::string fallback_flags;
+  const auto given = [&](bool set, const char* flag) {
+    if (set) fallback_flags += (fallback_flags.empty() ? "" : ", ") + std::string(flag);
+  };
+  given(d.temperatures.size() > 1 || d.temperatures.front() != 0.0, "--temperatures");
+  given(d.compression_ratio_threshold.has_value(), "--compression-ratio-threshold");
+  given(d.logprob_threshold.has_value(), "--logprob-threshold");
+  given(d.no_speech_threshold.has_value(), "--no-speech-threshold");
+  OASR_CHECK(d.method == kGreedy || fallback_flags.empty(), kInvalidArgument, fallback_flags,
+             ": the temperature fallback samples and judges greedy decodes (openai-whisper's "
+             "default decode); beam_search takes none of it: drop ",
+             fallback_flags, " or use --decode-method greedy_search");
   return d;
 }
 
@@ -211,10 +225,11 @@ std::vector<decode::WhisperHypothesis> WhisperRecognizer::search_rows(
   if (temperature > 0.0) {
     search.num_beams = 1;  // openai-whisper samples greedily
     for (const int64_t r : rows) {
-      // A window's own generator: its first sample and the temperature's
-      // position, mixed so neighbouring windows' streams differ.
-      search.sample_seeds.push_back(windows[static_cast<size_t>(r)].seed * 0x9E3779B97F4A7C15ULL +
-                                    temperature_index);
+      // A window's own generator: its seed (see Window) and the
+      // temperature's position through a 64-bit mixer, so no two windows'
+      // or temperatures' streams are shifts of one another.
+      search.sample_seeds.push_back(
+          mix64(windows[static_cast<size_t>(r)].seed ^ mix64(temperature_index + 1)));
     }
   }
   std::vector<int64_t> cross_rows;
@@ -255,7 +270,9 @@ std::vector<double> WhisperRecognizer::no_speech_probs(const models::WhisperMode
   const int64_t vocab = logits.size(1);
   OASR_CHECK(no_speech_token >= 0 && no_speech_token < vocab, kUnsupported,
              "this Whisper checkpoint has no <|nospeech|> token before <|notimestamps|> (",
-             g.no_timestamps_token_id, "); drop no_speech_threshold");
+             g.no_timestamps_token_id,
+             "), which the fallback's silence rule reads; pass --no-speech-threshold 1 to "
+             "turn that rule off");
   std::vector<double> out;
   for (int64_t r = 0; r < count; ++r) {
     const float* row = logits.data<float>() + r * vocab;
@@ -282,6 +299,8 @@ std::vector<WhisperRecognizer::WindowResult> WhisperRecognizer::decode_windows(
   const Tensor encoded = model_->encode(mel);
   const auto encoded_at = Clock::now();
   const models::WhisperModel::CrossKv cross = model_->cross_kv(encoded);
+  // The encoder's share ends when its device work does (one wait per round).
+  synchronize(encoded.device());
   {
     const std::lock_guard<std::mutex> lock(stats_mutex_);
     stats_.windows += batch;
@@ -324,7 +343,7 @@ std::vector<WhisperRecognizer::WindowResult> WhisperRecognizer::decode_windows(
         if (!fallback.judges()) continue;
         const decode::WhisperHypothesis& h = result.hypothesis;
         const double ratio =
-            decode::whisper_compression_ratio(text_without_timestamps(h.tokens));
+            decode::whisper_compression_ratio(strip(text_without_timestamps(h.tokens)));
         const double avg_logprob =
             h.filtered_log_prob / static_cast<double>(h.tokens.size() + 1);
         const decode::FallbackVerdict verdict =
@@ -365,6 +384,20 @@ struct SequentialUtterance {
   Tensor mel;  // the whole utterance's log-mel while it is being decoded
 };
 
+// A window's sampling seed: its first sample's position and the
+// utterance's length and samples around it, so equal positions in different
+// utterances draw differently while a transcript stays reproducible and
+// independent of its batch.
+uint64_t window_seed(std::span<const float> samples, size_t start) {
+  uint64_t seed = mix64(static_cast<uint64_t>(start) + 1) ^ mix64(samples.size());
+  for (size_t i = start; i < std::min(samples.size(), start + 64); ++i) {
+    uint32_t bits = 0;
+    std::memcpy(&bits, &samples[i], sizeof(bits));
+    seed = mix64(seed ^ bits);
+  }
+  return seed;
+}
+
 // Frames [seek, seek + count) of a whole log-mel, zero-padded to 3000 (HF's
 // _get_input_segment pads the feature slice with 0).
 Tensor window_of(const Tensor& whole, int64_t seek, int64_t count) {
@@ -404,7 +437,10 @@ std::vector<Transcript> WhisperRecognizer::transcribe(std::span<const Waveform> 
   int64_t total_frames = 0;
   for (size_t u = 0; u < utterances.size(); ++u) {
     const std::span<const float> samples(utterances[u]);
-    if (samples.size() > static_cast<size_t>(kWindowSamples) && options.long_form == "sequential") {
+    // HF's long-form path takes input of more than 3000 whole-signal frames.
+    const auto whole_frames =
+        static_cast<int64_t>(samples.size()) / audio::WhisperLogMel::kHopLength;
+    if (whole_frames > window_frames && options.long_form == "sequential") {
       SequentialUtterance s{u, samples, static_cast<int64_t>(samples.size()) /
                                             audio::WhisperLogMel::kHopLength};
       total_frames += s.frames;
@@ -416,7 +452,7 @@ std::vector<Transcript> WhisperRecognizer::transcribe(std::span<const Waveform> 
       const size_t length = std::min<size_t>(kWindowSamples, samples.size() - start);
       fixed.push_back(Window{u, samples.subspan(start, length), Tensor(),
                              static_cast<double>(start) / kSampleRate, window_frames, false,
-                             static_cast<uint64_t>(start) + 1});
+                             window_seed(samples, start)});
       total_frames += window_frames;
       start += length;
     } while (start < samples.size());
@@ -442,7 +478,8 @@ std::vector<Transcript> WhisperRecognizer::transcribe(std::span<const Waveform> 
       const int64_t count = std::min(window_frames, su.frames - su.seek);
       round.push_back(Window{su.utterance, {}, window_of(su.mel, su.seek, count),
                              static_cast<double>(su.seek) / 100.0, count, true,
-                             static_cast<uint64_t>(su.seek) * audio::WhisperLogMel::kHopLength + 1});
+                             window_seed(su.samples, static_cast<size_t>(su.seek) *
+                                                         audio::WhisperLogMel::kHopLength)});
       owners.push_back(s);
     }
     while (round.size() < batch && next_fixed < fixed.size()) {
@@ -455,7 +492,7 @@ std::vector<Transcript> WhisperRecognizer::transcribe(std::span<const Waveform> 
       const Window& w = round[i];
       const decode::WhisperHypothesis& h = results[i].hypothesis;
       Transcript& t = out[w.utterance];
-      t.score += h.score;
+      if (!results[i].skip) t.score += h.score;  // a skipped window contributes nothing
       int64_t advance = w.frames;
       if (owners[i] == std::string::npos) {
         if (results[i].skip) {

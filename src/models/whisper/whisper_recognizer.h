@@ -18,7 +18,11 @@
 //    timestamp tokens. Tokens are the kept segments' tokens in order
 //    (timestamps included), the text is their decode (HF's batch_decode of
 //    generate's sequences), segments (with timestamps=true) are generate's
-//    segments; the score is the sum of the windows' scores. Not done:
+//    segments except that those without text are left out and a window
+//    without a timestamp pair ends at its end (HF: twice its duration); the
+//    score is the sum of the windows' scores. Memory: the whole log-mel of
+//    each utterance being decoded (about 115 MB an hour at 80 mels), up to
+//    max_batch_size at once. Not done:
 //    conditioning on the previous text (HF's condition_on_prev_tokens, off by
 //    default there; on in openai-whisper).
 //  - "windows": consecutive, independent 30 s windows: window i covers
@@ -33,9 +37,9 @@
 // Temperature fallback (decode options temperatures and the thresholds,
 // greedy_search only): every window, short or long-form, is judged and
 // decoded again at the next temperature as decode/whisper_long_form.h says;
-// sampling at window w of an utterance draws from a generator seeded by the
-// window's first sample and the temperature's position, so a transcript is
-// reproducible and independent of its batch.
+// sampling draws from a generator seeded by the window (its position, its
+// utterance's length and first samples) and the temperature's position, so a
+// transcript is reproducible and independent of its batch.
 //
 // Multilingual checkpoints are decoded as English transcription: the
 // prompt is <|startoftranscript|><|en|><|transcribe|><|notimestamps|> (HF with
@@ -119,7 +123,7 @@ class WhisperRecognizer final : public Recognizer {
     double start_seconds = 0.0;  // where the window starts in its utterance
     int64_t frames = 0;          // mel frames of audio in it (<= 3000)
     bool sequential = false;     // long-form sequential: decoded with timestamps
-    uint64_t seed = 0;           // the sampling generator's seed (fallback)
+    uint64_t seed = 0;           // the sampling generator's seed (fallback): window_seed
   };
   struct WindowResult {
     decode::WhisperHypothesis hypothesis;
