@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
 # One device run of Whisper's long-form decoding and temperature fallback
 # (bench/README.md "Whisper long-form and fallback"), on an H100/H200:
-#   1. LONG_MANIFEST (one > 30 s file, e.g. 10 minutes of real speech with its
-#      joined reference): `oasr bench whisper` (median of REPEATS timed calls)
+#   1. LONG_MANIFEST (one > 30 s file, e.g. tools/data/make_long_form.py's 10
+#      minutes of real speech with its joined reference): `oasr bench whisper` (median of REPEATS timed calls)
 #      float16 at batch 1 -- long_form sequential greedy and 5 beams, long_form
 #      windows greedy, sequential greedy int8_w8a8 -- with transformers'
 #      long-form generate() (bench/transformers_whisper_bench.py --long-form:
