@@ -25,6 +25,12 @@ const char* beam_early_stopping_name(BeamEarlyStopping mode) {
   return "unknown";
 }
 
+uint64_t mix64(uint64_t z) {
+  z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ULL;
+  z = (z ^ (z >> 27)) * 0x94D049BB133111EBULL;
+  return z ^ (z >> 31);
+}
+
 void WhisperSearchOptions::validate() const {
   OASR_CHECK(!prompt.empty(), kInvalidArgument,
              "whisper search: the decoder prompt is empty; it starts with <|startoftranscript|>");
@@ -116,10 +122,7 @@ bool reduce_on_device(const Tensor& logits, const WhisperSearchOptions& options)
 // splitmix64: one 64-bit state per utterance (the generator of
 // java.util.SplittableRandom; a Weyl sequence through a 64-bit mixer).
 uint64_t splitmix64(uint64_t& state) {
-  uint64_t z = (state += 0x9E3779B97F4A7C15ULL);
-  z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ULL;
-  z = (z ^ (z >> 27)) * 0x94D049BB133111EBULL;
-  return z ^ (z >> 31);
+  return mix64(state += 0x9E3779B97F4A7C15ULL);
 }
 
 // log_softmax(processed)[token] from the unprocessed row's log_softmax: the
@@ -471,11 +474,11 @@ std::vector<WhisperHypothesis> whisper_greedy_search(WhisperDecoderStep& step, i
                            : torch_argmax(processed);
         chosen_log_prob[i] = log_probs.data<float>()[i * vocab + next[i]];
         if (options.filtered_log_probs) {
-          out[b].filtered_log_prob += filtered_log_prob(
-              processed,
-              std::span<const float>(log_probs.data<float>() + i * vocab,
-                                     static_cast<size_t>(vocab)),
-              next[i]);
+          out[b].filtered_log_prob +=
+              filtered_log_prob(processed,
+                                std::span<const float>(log_probs.data<float>() + i * vocab,
+                                                       static_cast<size_t>(vocab)),
+                                next[i]);
         }
       }
     }

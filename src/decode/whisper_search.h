@@ -170,6 +170,10 @@ struct TimestampSegment {
 std::vector<TimestampSegment> timestamp_segments(std::span<const int64_t> tokens,
                                                  int64_t timestamp_begin);
 
+// splitmix64's output mixer, a bijection of 64-bit words (the sampler's
+// generator and its seeds).
+uint64_t mix64(uint64_t z);
+
 // The index of the largest value, the lowest one among equals; a NaN ranks
 // above every number (torch.argmax on the CPU).
 int64_t torch_argmax(std::span<const float> row);

@@ -43,6 +43,7 @@ struct DecodeOverrides {
   std::optional<double> no_speech_threshold;
 
   bool empty() const;
+  bool operator==(const DecodeOverrides&) const = default;
   // Each field `over` sets replaces this one's.
   DecodeOverrides overlaid(const DecodeOverrides& over) const;
 };

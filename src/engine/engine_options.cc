@@ -61,8 +61,8 @@ std::vector<double> parse_number_list(const Key& key, const std::string& value) 
     const size_t comma = value.find(',', start);
     const std::string piece =
         value.substr(start, comma == std::string::npos ? std::string::npos : comma - start);
-    OASR_CHECK(!piece.empty(), kInvalidArgument, label(key), " takes ", key.takes, ", got '",
-               value, "'");
+    OASR_CHECK(!piece.empty(), kInvalidArgument, label(key), " takes ", key.takes, ", got '", value,
+               "'");
     out.push_back(parse_number(key, piece));
     if (comma == std::string::npos) break;
     start = comma + 1;

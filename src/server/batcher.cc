@@ -15,16 +15,6 @@ constexpr const char* kTimeoutMessage = "timed out in the queue before decoding 
 // A batch's longest utterance is at most this many times its shortest.
 constexpr double kMaxLengthSpread = 1.5;
 
-bool same_options(const engine::DecodeOverrides& a, const engine::DecodeOverrides& b) {
-  return a.method == b.method && a.beam_size == b.beam_size && a.ctc_weight == b.ctc_weight &&
-         a.reverse_weight == b.reverse_weight && a.chunk_size == b.chunk_size &&
-         a.left_chunks == b.left_chunks && a.length_penalty == b.length_penalty &&
-         a.timestamps == b.timestamps && a.long_form == b.long_form &&
-         a.temperatures == b.temperatures &&
-         a.compression_ratio_threshold == b.compression_ratio_threshold &&
-         a.logprob_threshold == b.logprob_threshold && a.no_speech_threshold == b.no_speech_threshold;
-}
-
 }  // namespace
 
 std::vector<size_t> choose_batch(std::span<const size_t> lengths, std::span<const uint8_t> eligible,
@@ -108,7 +98,7 @@ std::vector<BatchJob> Batcher::take_batch(std::unique_lock<std::mutex>& lock) {
   std::vector<uint8_t> eligible;
   for (const BatchJob& job : queue_) {
     lengths.push_back(job.samples.size());
-    eligible.push_back(same_options(job.overrides, queue_.front().overrides) ? 1 : 0);
+    eligible.push_back(job.overrides == queue_.front().overrides ? 1 : 0);
   }
   const std::vector<size_t> chosen =
       choose_batch(lengths, eligible, static_cast<size_t>(options_.max_batch));

@@ -35,12 +35,11 @@ bool same_secret(std::string_view given, std::string_view expected) {
 
 // The decode keys a request may set as form fields (engine/engine_options.h).
 const std::set<std::string>& decode_fields() {
-  static const std::set<std::string> fields = {"decode_method", "decoding_method", "beam_size",
-                                               "ctc_weight",    "reverse_weight",  "chunk_size",
-                                               "left_chunks",   "length_penalty",  "timestamps",
-                                               "long_form",     "temperatures",
-                                               "compression_ratio_threshold",
-                                               "logprob_threshold", "no_speech_threshold"};
+  static const std::set<std::string> fields = {
+      "decode_method",     "decoding_method",    "beam_size",    "ctc_weight",
+      "reverse_weight",    "chunk_size",         "left_chunks",  "length_penalty",
+      "timestamps",        "long_form",          "temperatures", "compression_ratio_threshold",
+      "logprob_threshold", "no_speech_threshold"};
   return fields;
 }
 

@@ -154,24 +154,38 @@ TEST(EngineOptions, ARequestTakesDecodeOptionsOnly) {
 
 TEST(EngineOptions, KeysAreTheFlagsWithoutDashes) {
   const std::vector<std::string> keys = engine::engine_option_keys();
-  EXPECT_EQ(keys, (std::vector<std::string>{
-                      "ckpt_dir", "device", "dtype", "max_batch_size", "threads", "decode_method",
-                      "beam_size", "ctc_weight", "reverse_weight", "chunk_size", "left_chunks",
-                      "length_penalty", "timestamps", "long_form", "temperatures",
-                      "compression_ratio_threshold", "logprob_threshold", "no_speech_threshold",
-                      "quantization", "quantization_option"}));
+  EXPECT_EQ(keys, (std::vector<std::string>{"ckpt_dir",
+                                            "device",
+                                            "dtype",
+                                            "max_batch_size",
+                                            "threads",
+                                            "decode_method",
+                                            "beam_size",
+                                            "ctc_weight",
+                                            "reverse_weight",
+                                            "chunk_size",
+                                            "left_chunks",
+                                            "length_penalty",
+                                            "timestamps",
+                                            "long_form",
+                                            "temperatures",
+                                            "compression_ratio_threshold",
+                                            "logprob_threshold",
+                                            "no_speech_threshold",
+                                            "quantization",
+                                            "quantization_option"}));
 }
 
 // Whisper's long-form and fallback keys: a comma list or a JSON array of
 // temperatures, numbers for the thresholds; bad values refused by name
 // (the values' ranges when the options are resolved).
 TEST(EngineOptions, LongFormAndFallbackKeys) {
-  const engine::DecodeOverrides pairs = engine::decode_overrides_from_options(
-      {{"long_form", "windows"},
-       {"temperatures", "0,0.2,0.5"},
-       {"compression_ratio_threshold", "2.0"},
-       {"logprob_threshold", "-0.5"},
-       {"no_speech_threshold", "0.7"}});
+  const engine::DecodeOverrides pairs =
+      engine::decode_overrides_from_options({{"long_form", "windows"},
+                                             {"temperatures", "0,0.2,0.5"},
+                                             {"compression_ratio_threshold", "2.0"},
+                                             {"logprob_threshold", "-0.5"},
+                                             {"no_speech_threshold", "0.7"}});
   EXPECT_EQ(pairs.long_form, "windows");
   EXPECT_EQ(pairs.temperatures, (std::vector<double>{0.0, 0.2, 0.5}));
   EXPECT_EQ(pairs.compression_ratio_threshold, 2.0);
@@ -181,18 +195,18 @@ TEST(EngineOptions, LongFormAndFallbackKeys) {
       nlohmann::json{{"temperatures", {0, 0.4, 1}}, {"long_form", "sequential"}});
   EXPECT_EQ(from_json.temperatures, (std::vector<double>{0.0, 0.4, 1.0}));
   EXPECT_EQ(from_json.long_form, "sequential");
-  EXPECT_EQ(engine::decode_overrides_from_json(nlohmann::json{{"temperatures", "0.1"}})
-                .temperatures,
-            (std::vector<double>{0.1}));
+  EXPECT_EQ(
+      engine::decode_overrides_from_json(nlohmann::json{{"temperatures", "0.1"}}).temperatures,
+      (std::vector<double>{0.1}));
   expect_contains(refusal([] {
                     engine::decode_overrides_from_options({{"temperatures", "0,,0.2"}});
                   }),
                   {"temperatures (--temperatures)", "comma list", "0,,0.2"});
-  expect_contains(refusal([] {
-                    engine::decode_overrides_from_json(
-                        nlohmann::json{{"temperatures", {0, "hot"}}});
-                  }),
-                  {"temperatures", "comma list"});
+  expect_contains(
+      refusal([] {
+        engine::decode_overrides_from_json(nlohmann::json{{"temperatures", {0, "hot"}}});
+      }),
+      {"temperatures", "comma list"});
   expect_contains(refusal([] {
                     engine::decode_overrides_from_options({{"logprob_threshold", "low"}});
                   }),

@@ -142,9 +142,9 @@ void check_sequential(const std::string& key, const std::vector<std::string>& fl
   std::vector<std::string> files = files_of(cases, "wav16");
   files.push_back(cases.at("long").at("wav16"));
   files.push_back(cases.at("long2").at("wav16"));
-  std::vector<std::string> args = {"transcribe",   "--ckpt-dir",      model_dir(cases),
-                                   "--timestamps", "--output-format", "json",
-                                   "--max-batch-size", "3"};
+  std::vector<std::string> args = {
+      "transcribe",      "--ckpt-dir", model_dir(cases),   "--timestamps",
+      "--output-format", "json",       "--max-batch-size", "3"};
   args.insert(args.end(), flags.begin(), flags.end());
   args.insert(args.end(), files.begin(), files.end());
   const auto start = std::chrono::steady_clock::now();
@@ -319,9 +319,9 @@ TEST(WhisperE2E, RefusesU2ppDecodingOptions) {
   EXPECT_TRUE(refused_with(run_oasr({"transcribe", "--ckpt-dir", dir, wav, "--decode-method",
                                      "beam_search", "--logprob-threshold", "-1"}),
                            {"beam_search", "greedy_search"}));
-  EXPECT_TRUE(refused_with(
-      run_oasr({"transcribe", "--ckpt-dir", dir, wav, "--long-form", "chunks"}),
-      {"long_form (--long-form)", "sequential or windows", "chunks"}));
+  EXPECT_TRUE(
+      refused_with(run_oasr({"transcribe", "--ckpt-dir", dir, wav, "--long-form", "chunks"}),
+                   {"long_form (--long-form)", "sequential or windows", "chunks"}));
 }
 
 // The repository's U2++ checkpoint refuses the Whisper methods and knobs.
@@ -402,8 +402,8 @@ TEST(WhisperE2E, TemperatureFallbackKeepsCleanSpeechAndSamplesPerWindow) {
   }
   files.push_back(cases.at("long").at("wav16"));
   greedy_texts.push_back(cases.at("long").at("sequential").at("greedy").at("text"));
-  const auto kept = transcribe(cases, files,
-                               {"--temperatures", "0,0.2,0.4,0.6,0.8,1.0", "--max-batch-size", "3"});
+  const auto kept = transcribe(
+      cases, files, {"--temperatures", "0,0.2,0.4,0.6,0.8,1.0", "--max-batch-size", "3"});
   ASSERT_EQ(kept.size(), files.size());
   for (size_t i = 0; i < files.size(); ++i) EXPECT_EQ(kept[i].text, greedy_texts[i]) << files[i];
 
@@ -443,8 +443,8 @@ TEST(WhisperE2E, DecodeStatsCountWindowsAndSteps) {
   const auto stats = whisper.decode_stats();
   EXPECT_EQ(stats.windows, 2);
   EXPECT_EQ(stats.encoder_calls, 1);
-  const auto longest = static_cast<int64_t>(
-      std::max(results[0].tokens.size(), results[1].tokens.size()));
+  const auto longest =
+      static_cast<int64_t>(std::max(results[0].tokens.size(), results[1].tokens.size()));
   EXPECT_EQ(stats.decode_steps, longest + 1);  // both end in eos (HF's texts are complete)
   EXPECT_GT(stats.search_seconds, 0.0);
   EXPECT_GT(stats.encoder_seconds, 0.0);

@@ -155,8 +155,8 @@ TEST(WhisperMelOracle, WholeSignalMatchesHfLongFormInput) {
       EXPECT_LE(numpy.max_abs, kNumpyTolerance);
       EXPECT_LE(torch.max_abs, kTorchTolerance);
       std::cout << name << " mel" << n_mels << " whole: max |ours - HF numpy| " << numpy.max_abs
-                << " (" << numpy.exact << "/" << actual.numel() << " bit-equal), max |ours - HF torch| "
-                << torch.max_abs << "\n";
+                << " (" << numpy.exact << "/" << actual.numel()
+                << " bit-equal), max |ours - HF torch| " << torch.max_abs << "\n";
     }
   }
   // Too short for the centring reflection: refused, naming the need.

@@ -157,7 +157,8 @@ DecodeOptions U2ppRecognizer::resolve_knobs(const DecodeOverrides& o) const {
         std::pair{o.compression_ratio_threshold.has_value(),
                   "compression_ratio_threshold (--compression-ratio-threshold)"},
         std::pair{o.logprob_threshold.has_value(), "logprob_threshold (--logprob-threshold)"},
-        std::pair{o.no_speech_threshold.has_value(), "no_speech_threshold (--no-speech-threshold)"}}) {
+        std::pair{o.no_speech_threshold.has_value(),
+                  "no_speech_threshold (--no-speech-threshold)"}}) {
     OASR_CHECK(!given, kInvalidArgument, name,
                " applies to Whisper's decoding; a U2++ checkpoint does not take it: drop it");
   }

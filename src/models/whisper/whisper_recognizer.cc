@@ -11,10 +11,11 @@
 #include "core/error.h"
 #include "core/logging.h"
 #include "core/progress.h"
+#include "decode/whisper_long_form.h"
 #include "models/whisper/whisper_dir.h"
 #include "models/whisper/whisper_materialize.h"
-#include "decode/whisper_long_form.h"
 #include "models/whisper/whisper_model_step.h"
+#include "ops/log_softmax.h"
 
 namespace oasr::engine {
 
@@ -26,13 +27,6 @@ decode::ByteLevelBpeTokenizer load_tokenizer(const models::WhisperSource& source
   }
   return decode::ByteLevelBpeTokenizer::from_vocab_merges(source.vocab_json, source.merges_txt,
                                                           source.added_tokens_json);
-}
-
-// splitmix64's output mixer (a bijection of 64-bit words).
-uint64_t mix64(uint64_t z) {
-  z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ULL;
-  z = (z ^ (z >> 27)) * 0x94D049BB133111EBULL;
-  return z ^ (z >> 31);
 }
 
 constexpr const char* kGreedy = "greedy_search";
@@ -228,8 +222,8 @@ std::vector<decode::WhisperHypothesis> WhisperRecognizer::search_rows(
       // A window's own generator: its seed (see Window) and the
       // temperature's position through a 64-bit mixer, so no two windows'
       // or temperatures' streams are shifts of one another.
-      search.sample_seeds.push_back(
-          mix64(windows[static_cast<size_t>(r)].seed ^ mix64(temperature_index + 1)));
+      search.sample_seeds.push_back(decode::mix64(windows[static_cast<size_t>(r)].seed ^
+                                                  decode::mix64(temperature_index + 1)));
     }
   }
   std::vector<int64_t> cross_rows;
@@ -273,14 +267,11 @@ std::vector<double> WhisperRecognizer::no_speech_probs(const models::WhisperMode
              g.no_timestamps_token_id,
              "), which the fallback's silence rule reads; pass --no-speech-threshold 1 to "
              "turn that rule off");
+  const Tensor log_probs = ops::log_softmax(logits).contiguous();
   std::vector<double> out;
   for (int64_t r = 0; r < count; ++r) {
-    const float* row = logits.data<float>() + r * vocab;
-    double peak = -std::numeric_limits<double>::infinity();
-    for (int64_t v = 0; v < vocab; ++v) peak = std::max(peak, static_cast<double>(row[v]));
-    double sum = 0.0;
-    for (int64_t v = 0; v < vocab; ++v) sum += std::exp(static_cast<double>(row[v]) - peak);
-    out.push_back(std::exp(static_cast<double>(row[no_speech_token]) - peak) / sum);
+    out.push_back(
+        std::exp(static_cast<double>(log_probs.data<float>()[r * vocab + no_speech_token])));
   }
   return out;
 }
@@ -305,8 +296,7 @@ std::vector<WhisperRecognizer::WindowResult> WhisperRecognizer::decode_windows(
     const std::lock_guard<std::mutex> lock(stats_mutex_);
     stats_.windows += batch;
     stats_.encoder_calls += 1;
-    stats_.encoder_seconds +=
-        std::chrono::duration<double>(Clock::now() - start).count();
+    stats_.encoder_seconds += std::chrono::duration<double>(Clock::now() - start).count();
   }
   const decode::WhisperFallback fallback =
       decode::WhisperFallback::resolve(options.temperatures, options.compression_ratio_threshold,
@@ -344,17 +334,17 @@ std::vector<WhisperRecognizer::WindowResult> WhisperRecognizer::decode_windows(
         const decode::WhisperHypothesis& h = result.hypothesis;
         const double ratio =
             decode::whisper_compression_ratio(strip(text_without_timestamps(h.tokens)));
-        const double avg_logprob =
-            h.filtered_log_prob / static_cast<double>(h.tokens.size() + 1);
+        const double avg_logprob = h.filtered_log_prob / static_cast<double>(h.tokens.size() + 1);
         const decode::FallbackVerdict verdict =
             decode::judge_decode(fallback, ratio, avg_logprob, no_speech[i]);
         result.skip = verdict.skip;
         if (verdict.rejected) rejected.push_back(i);
-        log::debug("whisper fallback: window at {:.2f} s, temperature {}: compression {:.2f}, "
-                   "avg logprob {:.3f}, no speech {:.3f}{}{}",
-                   windows[static_cast<size_t>(rows[i])].start_seconds, fallback.temperatures[t],
-                   ratio, avg_logprob, no_speech[i], verdict.rejected ? ", rejected" : "",
-                   verdict.skip ? ", silence" : "");
+        log::debug(
+            "whisper fallback: window at {:.2f} s, temperature {}: compression {:.2f}, "
+            "avg logprob {:.3f}, no speech {:.3f}{}{}",
+            windows[static_cast<size_t>(rows[i])].start_seconds, fallback.temperatures[t], ratio,
+            avg_logprob, no_speech[i], verdict.rejected ? ", rejected" : "",
+            verdict.skip ? ", silence" : "");
       }
       pending = std::move(rejected);
     }
@@ -389,11 +379,11 @@ struct SequentialUtterance {
 // utterances draw differently while a transcript stays reproducible and
 // independent of its batch.
 uint64_t window_seed(std::span<const float> samples, size_t start) {
-  uint64_t seed = mix64(static_cast<uint64_t>(start) + 1) ^ mix64(samples.size());
+  uint64_t seed = decode::mix64(static_cast<uint64_t>(start) + 1) ^ decode::mix64(samples.size());
   for (size_t i = start; i < std::min(samples.size(), start + 64); ++i) {
     uint32_t bits = 0;
     std::memcpy(&bits, &samples[i], sizeof(bits));
-    seed = mix64(seed ^ bits);
+    seed = decode::mix64(seed ^ bits);
   }
   return seed;
 }
@@ -441,8 +431,8 @@ std::vector<Transcript> WhisperRecognizer::transcribe(std::span<const Waveform> 
     const auto whole_frames =
         static_cast<int64_t>(samples.size()) / audio::WhisperLogMel::kHopLength;
     if (whole_frames > window_frames && options.long_form == "sequential") {
-      SequentialUtterance s{u, samples, static_cast<int64_t>(samples.size()) /
-                                            audio::WhisperLogMel::kHopLength};
+      SequentialUtterance s{
+          u, samples, static_cast<int64_t>(samples.size()) / audio::WhisperLogMel::kHopLength};
       total_frames += s.frames;
       sequential.push_back(std::move(s));
       continue;
@@ -476,8 +466,12 @@ std::vector<Transcript> WhisperRecognizer::transcribe(std::span<const Waveform> 
       if (su.seek >= su.frames) continue;
       if (!su.mel.defined()) su.mel = mel_.compute_whole(su.samples);
       const int64_t count = std::min(window_frames, su.frames - su.seek);
-      round.push_back(Window{su.utterance, {}, window_of(su.mel, su.seek, count),
-                             static_cast<double>(su.seek) / 100.0, count, true,
+      round.push_back(Window{su.utterance,
+                             {},
+                             window_of(su.mel, su.seek, count),
+                             static_cast<double>(su.seek) / 100.0,
+                             count,
+                             true,
                              window_seed(su.samples, static_cast<size_t>(su.seek) *
                                                          audio::WhisperLogMel::kHopLength)});
       owners.push_back(s);
@@ -516,8 +510,8 @@ std::vector<Transcript> WhisperRecognizer::transcribe(std::span<const Waveform> 
           t.tokens.insert(t.tokens.end(), slice.begin(), slice.end());
           std::string text = text_of(slice);
           if (options.timestamps && !text.empty()) {
-            t.segments.push_back(Segment{w.start_seconds + piece.start,
-                                         w.start_seconds + piece.end, std::move(text),
+            t.segments.push_back(Segment{w.start_seconds + piece.start, w.start_seconds + piece.end,
+                                         std::move(text),
                                          std::vector<int64_t>(slice.begin(), slice.end())});
           }
         }
@@ -538,8 +532,8 @@ std::vector<Transcript> WhisperRecognizer::transcribe(std::span<const Waveform> 
   if (progress) progress->finish();
 
   for (size_t u = 0; u < out.size(); ++u) {
-    out[u].text = windowed[u].texts.empty() ? text_of(out[u].tokens)
-                                            : join_window_texts(windowed[u].texts);
+    out[u].text =
+        windowed[u].texts.empty() ? text_of(out[u].tokens) : join_window_texts(windowed[u].texts);
   }
   return out;
 }

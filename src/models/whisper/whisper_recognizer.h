@@ -120,10 +120,10 @@ class WhisperRecognizer final : public Recognizer {
     size_t utterance = 0;
     std::span<const float> samples;  // a fixed window's samples (its mel is made when decoded)
     Tensor mel;                      // a sequential window's slice of the whole log-mel
-    double start_seconds = 0.0;  // where the window starts in its utterance
-    int64_t frames = 0;          // mel frames of audio in it (<= 3000)
-    bool sequential = false;     // long-form sequential: decoded with timestamps
-    uint64_t seed = 0;           // the sampling generator's seed (fallback): window_seed
+    double start_seconds = 0.0;      // where the window starts in its utterance
+    int64_t frames = 0;              // mel frames of audio in it (<= 3000)
+    bool sequential = false;         // long-form sequential: decoded with timestamps
+    uint64_t seed = 0;               // the sampling generator's seed (fallback): window_seed
   };
   struct WindowResult {
     decode::WhisperHypothesis hypothesis;
