@@ -491,6 +491,27 @@ NB_MODULE(_oasr, m) {
 
   m.def("check_engine_config", &check_engine_config, "config_json"_a);
   m.def("engine_option_keys", &oasr::engine::engine_option_keys);
+  // Every registered architecture's decode options, for the package's
+  // EngineConfig fields and DECODE_KEYS (oasr/engine.py).
+  m.def("decode_option_declarations", [] {
+    nlohmann::json out = nlohmann::json::array();
+    for (const oasr::models::DeclaredDecodeOption& option :
+         oasr::models::declared_decode_options()) {
+      static const char* const kKinds[] = {"integer", "number", "bool", "text", "number_list"};
+      nlohmann::json architectures = nlohmann::json::array();
+      for (size_t i = 0; i < option.architectures.size(); ++i) {
+        architectures.push_back({{"name", option.architectures[i]->display_name},
+                                 {"help", option.specs[i]->help},
+                                 {"default", option.specs[i]->default_text},
+                                 {"takes", oasr::engine::decode_takes(*option.specs[i])}});
+      }
+      out.push_back({{"key", option.spec.key},
+                     {"kind", kKinds[static_cast<int>(option.spec.kind)]},
+                     {"aliases", option.spec.aliases},
+                     {"architectures", architectures}});
+    }
+    return out.dump();
+  });
   m.def("convert", &convert, "source"_a, "destination"_a, "from_"_a, "dtype"_a.none(), "force"_a);
   m.def("quantize", &quantize, "source"_a, "destination"_a, "recipe"_a, "calib_manifest"_a.none(),
         "audio_root"_a.none(), "calib_utterances"_a.none(), "alpha"_a.none(), "ignore"_a,

@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import json
 import os
-from dataclasses import dataclass, field, fields
+from dataclasses import dataclass, field, fields, make_dataclass
 from typing import Any, Dict, List, Mapping, Optional, Sequence, Tuple, Union, overload
 
 from . import _oasr
@@ -27,62 +27,39 @@ PathLike = Union[str, "os.PathLike[str]"]
 # or anything exposing the buffer / DLPack protocol).
 AudioInput = Any
 
-# The decode options a request may set (DecodeOverrides in the C++ engine).
-DECODE_KEYS = (
-    "decode_method",
-    "beam_size",
-    "ctc_weight",
-    "reverse_weight",
-    "chunk_size",
-    "left_chunks",
-    "length_penalty",
-    "timestamps",
-    "long_form",
-    "temperatures",
-    "compression_ratio_threshold",
-    "logprob_threshold",
-    "no_speech_threshold",
-)
+# The decode options every registered architecture declares (the C++
+# models::Architecture::decode_options): a request may set them, and each is
+# a keyword of EngineConfig. Which apply is the loaded architecture's to say:
+# the engine refuses a key it does not declare, by name.
+_DECODE_DECLARATIONS: Tuple[Dict[str, Any], ...] = tuple(json.loads(_oasr.decode_option_declarations()))
+DECODE_KEYS: Tuple[str, ...] = tuple(d["key"] for d in _DECODE_DECLARATIONS)
+_DECODE_TYPES = {
+    "integer": Optional[int],
+    "number": Optional[float],
+    "bool": Optional[bool],
+    "text": Optional[str],
+    "number_list": Union[None, str, Sequence[float]],
+}
+_LIST_KEYS = frozenset(d["key"] for d in _DECODE_DECLARATIONS if d["kind"] == "number_list")
 
 
-@dataclass
-class EngineConfig:
-    """What an ``ASREngine`` serves. Validated when made (``ConfigError``).
+def _decode_field_doc() -> str:
+    lines = []
+    for d in _DECODE_DECLARATIONS:
+        takes = "; ".join(f"{a['name']}: {a['help']} ({a['takes']}, default {a['default']})"
+                          for a in d["architectures"])
+        lines.append(f"    ``{d['key']}``: {takes}")
+    return "\n".join(lines)
 
-    ``quantization`` is a scheme name (``"int8_w8a8"``, ``"fp8_w8a8"``, ...)
-    or a dict ``{"scheme", "ignore", "module_types", "kv_cache"}``
-    (``ignore`` / ``module_types``: a string, comma list or list of them).
-    Decode fields left ``None`` take the checkpoint's defaults.
-    """
 
-    ckpt_dir: PathLike
-    device: str = "cpu"
-    dtype: Optional[str] = None
-    max_batch_size: int = 8
-    threads: int = 0
-    decode_method: Optional[str] = None
-    beam_size: Optional[int] = None
-    ctc_weight: Optional[float] = None
-    reverse_weight: Optional[float] = None
-    chunk_size: Optional[int] = None
-    left_chunks: Optional[int] = None
-    length_penalty: Optional[float] = None
-    timestamps: Optional[bool] = None
-    long_form: Optional[str] = None
-    temperatures: Union[None, str, Sequence[float]] = None
-    compression_ratio_threshold: Optional[float] = None
-    logprob_threshold: Optional[float] = None
-    no_speech_threshold: Optional[float] = None
-    quantization: Union[None, str, Mapping[str, Any]] = None
-    quantization_option: Sequence[str] = field(default_factory=tuple)
-
+class _EngineConfigMethods:
     def __post_init__(self) -> None:
         _oasr.check_engine_config(self.to_json())
 
     def to_dict(self) -> Dict[str, Any]:
         """The set fields, under the engine's option keys."""
         out: Dict[str, Any] = {}
-        for f in fields(self):
+        for f in fields(self):  # type: ignore[arg-type]
             value = getattr(self, f.name)
             if value is None or (f.name == "quantization_option" and not value):
                 continue
@@ -92,7 +69,7 @@ class EngineConfig:
                 value = dict(value)
             elif f.name == "quantization_option":
                 value = [value] if isinstance(value, str) else list(value)
-            elif f.name == "temperatures" and not isinstance(value, str):
+            elif f.name in _LIST_KEYS and not isinstance(value, str):
                 value = [float(v) for v in value]
             out[f.name] = value
         return out
@@ -103,6 +80,34 @@ class EngineConfig:
     def dump(self) -> str:
         """One line, as the engine's startup log writes it."""
         return _oasr.check_engine_config(self.to_json())
+
+
+# What an ``ASREngine`` serves: the engine keys, one field per decode key
+# (generated from the declarations), then quantization.
+EngineConfig = make_dataclass(
+    "EngineConfig",
+    [("ckpt_dir", PathLike),
+     ("device", str, field(default="cpu")),
+     ("dtype", Optional[str], field(default=None)),
+     ("max_batch_size", int, field(default=8)),
+     ("threads", int, field(default=0))]
+    + [(d["key"], _DECODE_TYPES[d["kind"]], field(default=None)) for d in _DECODE_DECLARATIONS]
+    + [("quantization", Union[None, str, Mapping[str, Any]], field(default=None)),
+       ("quantization_option", Sequence[str], field(default_factory=tuple))],
+    bases=(_EngineConfigMethods,),
+)
+EngineConfig.__module__ = __name__
+EngineConfig.__doc__ = (
+    """What an ``ASREngine`` serves. Validated when made (``ConfigError``).
+
+    ``quantization`` is a scheme name (``"int8_w8a8"``, ``"fp8_w8a8"``, ...)
+    or a dict ``{"scheme", "ignore", "module_types", "kv_cache"}``
+    (``ignore`` / ``module_types``: a string, comma list or list of them).
+    Decode fields left ``None`` take the checkpoint's defaults:
+
+"""
+    + _decode_field_doc()
+)
 
 
 @dataclass(frozen=True)

@@ -16,6 +16,7 @@
 #include "audio/resample.h"
 #include "audio/riff_chunks.h"
 #include "core/error.h"
+#include "io/posix_file.h"
 
 namespace oasr::audio {
 
@@ -29,17 +30,6 @@ struct SndfileCloser {
   void operator()(SNDFILE* file) const { sf_close(file); }
 };
 using SndfileHandle = std::unique_ptr<SNDFILE, SndfileCloser>;
-
-class FdCloser {
- public:
-  explicit FdCloser(int fd) : fd_(fd) {}
-  ~FdCloser() { ::close(fd_); }
-  FdCloser(const FdCloser&) = delete;
-  FdCloser& operator=(const FdCloser&) = delete;
-
- private:
-  int fd_;
-};
 
 // libsndfile reading from a caller's buffer (SF_VIRTUAL_IO): a cursor over
 // bytes that outlive the SNDFILE.
@@ -255,7 +245,7 @@ DecodedAudio load_audio(const std::filesystem::path& path, const AudioLoadOption
   OASR_CHECK(fd >= 0, kIo, label, ": cannot open the audio file: ", std::strerror(errno));
   // libsndfile does not close a descriptor it was not told to own; closing
   // it here on every path avoids guessing what it does on a failed open.
-  const FdCloser fd_closer(fd);
+  const io::FdCloser fd_closer(fd);
   struct stat st {};
   OASR_CHECK(::fstat(fd, &st) == 0, kIo, label,
              ": cannot stat the audio file: ", std::strerror(errno));

@@ -187,10 +187,10 @@ void run_bench_whisper(const BenchWhisperOptions& options) {
   line["bench"] = "whisper";
   line["impl"] = "oasr";
   line["device"] = config.device;
-  line["quantization"] = config.quantization.scheme.empty() ? "none" : config.quantization.scheme;
+  line["quantization"] = config.quantization.scheme().empty() ? "none" : config.quantization.scheme();
   line["kv_cache"] =
-      config.quantization.kv_cache.empty() ? "served dtype" : config.quantization.kv_cache;
-  line["decode_method"] = asr.decode_options().method;
+      config.quantization.kv_cache().empty() ? "served dtype" : config.quantization.kv_cache();
+  line["decode_method"] = asr.decode_options().get<std::string>(engine::kDecodeMethodKey);
   line["max_batch_size"] = config.max_batch_size;
   line["threads"] = threads;
   line["utterances"] = utterances.size();

@@ -21,5 +21,6 @@ Command add_transcribe_command(CLI::App& parent);  // transcribe_command.cc
 Command add_eval_command(CLI::App& parent);        // eval_command.cc
 Command add_bench_command(CLI::App& parent);       // bench_command.cc
 Command add_quantize_command(CLI::App& parent);    // quantize_command.cc
+Command add_options_command(CLI::App& parent);     // options_command.cc
 
 }  // namespace oasr::cli

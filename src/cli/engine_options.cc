@@ -1,5 +1,7 @@
 #include "cli/engine_options.h"
 
+#include "models/architecture.h"
+
 namespace oasr::cli {
 
 void add_quantization_flags(CLI::App& app, QuantizationFlags& flags) {
@@ -17,12 +19,24 @@ void add_quantization_flags(CLI::App& app, QuantizationFlags& flags) {
 
 quant::QuantizationConfig QuantizationFlags::to_config() const {
   quant::QuantizationConfig config = quant::QuantizationConfig::from_options(scheme, options);
-  config.validate();
   return config;
 }
 
+std::string decode_flag_help(const models::DeclaredDecodeOption& option) {
+  std::string help;
+  for (size_t i = 0; i < option.architectures.size(); ++i) {
+    const engine::DecodeOptionSpec& spec = *option.specs[i];
+    help += (help.empty() ? "" : "; ") + option.architectures[i]->display_name + ": " + spec.help;
+    if (spec.kind == engine::DecodeValueKind::kText && !spec.choices.empty()) {
+      help += " (" + engine::decode_takes(spec) + ")";
+    }
+    if (!spec.default_text.empty()) help += ", default " + spec.default_text;
+  }
+  return help;
+}
+
 void add_engine_flags(CLI::App& app, EngineFlags& flags) {
-  const auto add = [&](const char* names, const char* key, const char* type,
+  const auto add = [&](const std::string& names, const std::string& key, const char* type,
                        const std::string& help) {
     EngineFlags::Flag& flag = flags.flags.emplace_back();
     flag.key = key;
@@ -30,10 +44,12 @@ void add_engine_flags(CLI::App& app, EngineFlags& flags) {
     flag.option = option;
     return option;
   };
-  add("--ckpt-dir", "ckpt_dir", "DIR",
-      "checkpoint directory: native oasr, a WeNet experiment (train.yaml, final.pt), or a "
-      "Whisper model in Hugging Face layout (config.json, model.safetensors)")
-      ->required();
+  std::string checkpoints;
+  for (const models::Architecture* architecture : models::registered_architectures()) {
+    checkpoints += (checkpoints.empty() ? "" : "; ") + architecture->display_name + ": " +
+                   architecture->looks_for;
+  }
+  add("--ckpt-dir", "ckpt_dir", "DIR", "checkpoint directory -- " + checkpoints)->required();
   add("--device", "device", "TEXT",
       "cpu | cuda | cuda:N (needs a CUDA build and a GPU; default cpu)");
   add("--dtype", "dtype", "TEXT",
@@ -43,45 +59,21 @@ void add_engine_flags(CLI::App& app, EngineFlags& flags) {
   add("--threads", "threads", "INT",
       "CPU threads for every op, oasr's and OpenBLAS's together (default: the machine's "
       "hardware threads)");
-  add("--decode-method,--decoding-method", "decode_method", "TEXT",
-      "U2++: ctc_greedy_search | ctc_prefix_beam_search | attention_rescoring (default: "
-      "attention_rescoring); Whisper: greedy_search | beam_search (default: greedy_search)");
-  add("--beam-size", "beam_size", "INT",
-      "U2++: prefix beam size (default 10); Whisper beam_search: beams (default 5)");
-  add("--ctc-weight", "ctc_weight", "FLOAT",
-      "weight of the CTC score in attention rescoring (default 0)");
-  add("--reverse-weight", "reverse_weight", "FLOAT",
-      "share of the right-to-left decoder in attention rescoring (default 0)");
-  add("--chunk-size", "chunk_size", "INT",
-      "decode chunk by chunk with this many encoder frames per chunk (-1: offline)");
-  add("--left-chunks", "left_chunks", "INT",
-      "chunks of history kept in the attention cache (-1: all)");
-  add("--length-penalty", "length_penalty", "FLOAT",
-      "Whisper beam_search: a finished hypothesis scores sum_logprobs / length ^ "
-      "length_penalty (default 1.0)");
-  {
-    EngineFlags::Flag& flag = flags.flags.emplace_back();
-    flag.key = "timestamps";
-    flag.option = app.add_flag("--timestamps{true}", flag.value,
-                               "Whisper: decode timestamp tokens and give segments with start / "
-                               "end times (U2++ gives token times always)");
+  // The decode flags: one per key any registered architecture declares
+  // (models/architecture.h), its help saying which architectures read it.
+  for (const models::DeclaredDecodeOption& option : models::declared_decode_options()) {
+    std::string names = engine::decode_flag(option.spec.key);
+    for (const std::string& alias : option.spec.aliases) names += "," + engine::decode_flag(alias);
+    const std::string help = decode_flag_help(option);
+    if (option.spec.kind == engine::DecodeValueKind::kBool) {
+      EngineFlags::Flag& flag = flags.flags.emplace_back();
+      flag.key = option.spec.key;
+      flag.option = app.add_flag(names + "{true}", flag.value, help);
+    } else {
+      add(names.c_str(), option.spec.key.c_str(),
+          engine::decode_kind_type_name(option.spec.kind), help);
+    }
   }
-  add("--long-form", "long_form", "TEXT",
-      "Whisper audio over 30 s: sequential (seek on the last timestamp, as transformers' and "
-      "openai-whisper's long-form transcription; default) | windows (independent 30 s windows)");
-  add("--temperatures", "temperatures", "LIST",
-      "Whisper temperature fallback: temperatures tried in order while a threshold rejects "
-      "the decode (default 0: decode once); openai-whisper's: 0,0.2,0.4,0.6,0.8,1.0");
-  add("--compression-ratio-threshold", "compression_ratio_threshold", "FLOAT",
-      "Whisper fallback: reject a decode whose text's gzip compression ratio exceeds this "
-      "(default with fallback: 2.4)");
-  add("--logprob-threshold", "logprob_threshold", "FLOAT",
-      "Whisper fallback: reject a decode whose average token log-probability is below this "
-      "(default with fallback: -1.0)");
-  add("--no-speech-threshold", "no_speech_threshold", "FLOAT",
-      "Whisper fallback: a window whose <|nospeech|> probability exceeds this is silence and "
-      "skipped, unless its average log-probability is above --logprob-threshold (default with "
-      "fallback: 0.6)");
   add_quantization_flags(app, flags.quantization);
 }
 

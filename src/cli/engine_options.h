@@ -12,6 +12,7 @@
 
 #include "engine/asr_engine.h"
 #include "engine/engine_options.h"
+#include "models/architecture.h"
 
 namespace oasr::cli {
 
@@ -43,10 +44,13 @@ struct EngineFlags {
   engine::EngineConfig to_config() const;
 };
 
-// Registers --ckpt-dir, --device, --dtype, --max-batch-size, --decode-method (alias
-// --decoding-method), --beam-size, --ctc-weight, --reverse-weight,
-// --chunk-size, --left-chunks (U2++), --length-penalty (Whisper),
+// Registers --ckpt-dir, --device, --dtype, --max-batch-size, --threads, one
+// flag per decode key any registered architecture declares (--decode-method,
+// alias --decoding-method, --beam-size, ...; asr/decode_options.h), and
 // --quantization, --quantization-option.
 void add_engine_flags(CLI::App& app, EngineFlags& flags);
+
+// A decode flag's help: each declaring architecture's help, choices and default.
+std::string decode_flag_help(const models::DeclaredDecodeOption& option);
 
 }  // namespace oasr::cli

@@ -1,9 +1,12 @@
 // `oasr eval --manifest M.jsonl [--audio-root DIR] --ckpt-dir DIR [--metric wer|cer]
 // [--output-format text|json]`: decodes every manifest entry and scores it
-// against its reference after English normalisation of both sides.
+// against its reference after English normalisation of both sides, and
+// reports the decoding speed: seconds of audio decoded, the wall time of the
+// decode calls (model load and audio reading excluded) and their ratio, RTFx.
 #include <nlohmann/json.hpp>
 
 #include <algorithm>
+#include <chrono>
 #include <iomanip>
 #include <iostream>
 #include <string>
@@ -30,14 +33,24 @@ struct EvalOptions {
   EngineFlags engine;
 };
 
+// Seconds of audio decoded and the wall time of the decode calls.
+struct DecodeSpeed {
+  double audio_seconds = 0.0;
+  double decode_seconds = 0.0;
+  double rtfx() const { return decode_seconds > 0.0 ? audio_seconds / decode_seconds : 0.0; }
+};
+
 void print_text_report(const eval::EvalResult& result, eval::ErrorRateUnit unit,
-                       bool per_utterance) {
+                       bool per_utterance, const DecodeSpeed& speed) {
   const auto& t = result.totals;
   std::cout << std::fixed << std::setprecision(2) << eval::error_rate_unit_name(unit) << " "
             << 100.0 * t.error_rate() << "% (" << t.errors() << " errors / " << t.reference_length
             << " reference " << (unit == eval::ErrorRateUnit::kWord ? "words" : "characters")
             << ")  substitutions " << t.substitutions << "  deletions " << t.deletions
             << "  insertions " << t.insertions << "  utterances " << result.utterances << "\n";
+  std::cout << std::setprecision(1) << "speed: " << speed.audio_seconds << " s of audio in "
+            << std::setprecision(2) << speed.decode_seconds << " s of decoding, RTFx "
+            << std::setprecision(1) << speed.rtfx() << "\n";
   if (per_utterance && result.per_utterance) {
     for (const auto& u : *result.per_utterance) {
       std::cout << u.id << "\terrors=" << u.counts.errors() << "\tref=" << u.reference
@@ -75,6 +88,8 @@ void run_eval(const EvalOptions& options) {
   // decoded is named by manifest line and id; the others are still scored
   // (ASREngine::transcribe_each) and the command exits non-zero.
   std::vector<std::pair<const io::ManifestEntry*, std::string>> failures;
+  DecodeSpeed speed;
+  const double sample_rate = static_cast<double>(asr.sample_rate());
   const size_t group = static_cast<size_t>(std::max<int64_t>(1, asr.config().max_batch_size));
   for (size_t start = 0; start < entries.size(); start += group) {
     const size_t end = std::min(entries.size(), start + group);
@@ -92,7 +107,13 @@ void run_eval(const EvalOptions& options) {
         failures.emplace_back(&entries[i], label + ": " + e.what());
       }
     }
+    for (const std::vector<float>& samples : utterances) {
+      speed.audio_seconds += static_cast<double>(samples.size()) / sample_rate;
+    }
+    const auto decode_start = std::chrono::steady_clock::now();
     const auto results = asr.transcribe_each(utterances, labels);
+    speed.decode_seconds +=
+        std::chrono::duration<double>(std::chrono::steady_clock::now() - decode_start).count();
     for (size_t k = 0; k < loaded.size(); ++k) {
       const size_t i = loaded[k];
       if (!results[k].ok()) {
@@ -114,6 +135,9 @@ void run_eval(const EvalOptions& options) {
              " utterance(s) of ", options.manifest, " could be decoded (each named above)");
   if (options.output_format == "json") {
     nlohmann::json json = result;
+    json["audio_seconds"] = speed.audio_seconds;
+    json["decode_seconds"] = speed.decode_seconds;
+    json["rtfx"] = speed.rtfx();
     if (!failures.empty()) {
       json["failed"] = nlohmann::json::array();
       for (const auto& [entry, message] : failures) {
@@ -125,7 +149,7 @@ void run_eval(const EvalOptions& options) {
     }
     std::cout << json.dump() << "\n";
   } else {
-    print_text_report(result, unit, options.per_utterance);
+    print_text_report(result, unit, options.per_utterance, speed);
   }
   OASR_CHECK(failures.empty(), kInvalidArgument, failures.size(), " of ", entries.size(),
              " utterance(s) could not be decoded (each named above); the error rate above counts "

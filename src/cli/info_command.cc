@@ -21,7 +21,7 @@
 #include "io/json_file.h"
 #include "io/safetensors.h"
 #include "models/architecture.h"
-#include "quant/apply.h"
+#include "quantize/apply.h"
 
 namespace oasr::cli {
 

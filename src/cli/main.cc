@@ -32,6 +32,7 @@ int main(int argc, char** argv) {
   commands.push_back(oasr::cli::add_eval_command(app));
   commands.push_back(oasr::cli::add_bench_command(app));
   commands.push_back(oasr::cli::add_quantize_command(app));
+  commands.push_back(oasr::cli::add_options_command(app));
   try {
     app.parse(argc, argv);
   } catch (const CLI::CallForHelp& e) {

@@ -16,21 +16,23 @@ std::vector<Waveform> views_of(const std::vector<std::vector<float>>& utterances
 }  // namespace
 
 ASREngine::ASREngine(const EngineConfig& config) : config_(config) {
-  architecture_ = &models::architecture_for(config_.ckpt_dir);
   // An architecture without a CUDA path is refused by name before the
   // device checks, so the message says what is missing even where no GPU is
-  // present.
-  OASR_CHECK(architecture_->serves_cuda || config_.served_device().is_cpu(), kUnsupported,
-             "device '", config_.device, "': ", config_.ckpt_dir.string(), " is a ",
+  // present; the config's own checks precede the refusal of a path no
+  // architecture takes.
+  architecture_ = models::detect_architecture(config_.ckpt_dir);
+  OASR_CHECK(architecture_ == nullptr || architecture_->serves_cuda ||
+                 config_.served_device().is_cpu(),
+             kUnsupported, "device '", config_.device, "': ", config_.ckpt_dir.string(), " is a ",
              architecture_->display_name, " model, and the ", architecture_->display_name,
              " path is not ported to CUDA yet; use --device cpu");
-  const RecognizerFactory* factory = find_recognizer(architecture_->name);
-  OASR_CHECK(factory != nullptr, kUnsupported, config_.ckpt_dir.string(), " is a ",
-             architecture_->display_name, " model (architecture '", architecture_->name,
-             "'), and no recognizer is registered for it: ASREngine cannot serve it yet");
   config_.validate();
+  architecture_ = &models::architecture_for(config_.ckpt_dir);
+  // Keys the architecture does not declare, and values outside its ranges,
+  // are refused before the model is read.
+  models::check_decode_values(*architecture_, config_.decode);
   if (config_.threads > 0) ops::set_cpu_threads(config_.threads);
-  recognizer_ = (*factory)(config_);
+  recognizer_ = architecture_->make_recognizer(config_);
   decode_ = recognizer_->resolve_decode(config_.decode);
   quantization_info_ = recognizer_->quantization_info();
   log_quantization();
@@ -48,6 +50,7 @@ void ASREngine::log_quantization() const {
 
 DecodeOptions ASREngine::resolve_decode(const DecodeOverrides& overrides) const {
   if (overrides.empty()) return decode_;
+  models::check_decode_values(*architecture_, overrides);
   return recognizer_->resolve_decode(config_.decode.overlaid(overrides));
 }
 

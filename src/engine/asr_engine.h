@@ -1,13 +1,13 @@
 // ASREngine: audio in, text out, for one checkpoint directory of any
 // registered architecture (native oasr, a WeNet experiment, a Whisper model
 // in Hugging Face layout, ...). It owns the architecture's Recognizer
-// (engine/recognizer.h) and the default decode options; the CLI, the server
+// (asr/recognizer.h) and the default decode options; the CLI, the server
 // and the bindings all fill an EngineConfig and call it, so every surface
 // behaves the same.
 //
 //   EngineConfig config;
 //   config.ckpt_dir = "exp/u2pp";
-//   config.decode.method = "ctc_prefix_beam_search";
+//   config.decode.set("decode_method", std::string("ctc_prefix_beam_search"));
 //   ASREngine engine(config);
 //   auto results = engine.transcribe_files({"a.wav", "b.flac"});
 //
@@ -29,8 +29,8 @@
 #include <vector>
 
 #include "core/error.h"
-#include "engine/engine_config.h"
-#include "engine/recognizer.h"
+#include "asr/engine_config.h"
+#include "asr/recognizer.h"
 #include "models/architecture.h"
 #include "quant/calibration/input_observer.h"
 #include "quant/report.h"

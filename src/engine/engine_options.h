@@ -6,16 +6,17 @@
 //
 // Keys are the CLI's long flags without the dashes, '-' written '_':
 //   ckpt_dir, device, dtype, max_batch_size, threads,
-//   decode_method (alias decoding_method), beam_size, ctc_weight,
-//   reverse_weight, chunk_size, left_chunks, length_penalty, timestamps,
-//   long_form, temperatures (a comma list), compression_ratio_threshold,
-//   logprob_threshold, no_speech_threshold,
+//   the decode keys every registered architecture declares
+//   (models::declared_decode_options(): decode_method, beam_size, ...;
+//   asr/decode_options.h), parsed as their declaration's kind,
 //   quantization (a scheme), quantization_option (repeatable key=value:
 //   ignore=GLOB[,GLOB...], module_types=KIND[,KIND...], kv_cache=fp8_e4m3).
 // A key may be given once, quantization_option any number of times. In JSON,
-// values are strings or numbers (timestamps a boolean, temperatures also a
-// list of numbers), quantization may also be the object
+// values are strings or numbers (a bool key also a boolean, a list key also
+// a list of numbers), quantization may also be the object
 // quant::QuantizationConfig::from_json reads, and quantization_option a list.
+// Which decode keys apply is the loaded architecture's to say: ASREngine
+// refuses a key it does not declare (models::check_decode_values).
 // An unknown key, a repeated one, or a value of the wrong type is refused
 // naming the key, its flag and what it takes.
 #pragma once
@@ -26,7 +27,7 @@
 #include <utility>
 #include <vector>
 
-#include "engine/engine_config.h"
+#include "asr/engine_config.h"
 
 namespace oasr::engine {
 
@@ -47,5 +48,7 @@ std::pair<std::string, std::string> split_option(const std::string& text);
 
 // The keys, in the order of the comment above (aliases left out).
 std::vector<std::string> engine_option_keys();
+// The decode keys only (every registered architecture's, once each).
+std::vector<std::string> decode_option_keys();
 
 }  // namespace oasr::engine

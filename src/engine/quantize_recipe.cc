@@ -18,10 +18,10 @@
 #include "layers/quantizable.h"
 #include "models/architecture.h"
 #include "models/native_dir.h"
-#include "quant/algorithms/calibrated.h"
-#include "quant/algorithms/smoothquant.h"
-#include "quant/apply.h"
-#include "quant/export.h"
+#include "quantize/calibrated.h"
+#include "quantize/smoothquant.h"
+#include "quantize/apply.h"
+#include "quantize/export.h"
 
 namespace oasr::engine {
 namespace {
@@ -327,14 +327,13 @@ QuantizeOutcome quantize_checkpoint(const QuantizeRequest& request) {
   check_destination(request);
   const double alpha = request.alpha.value_or(kDefaultAlpha);
 
-  quant::QuantizationConfig config;
-  config.scheme = recipe.scheme;
+  quant::QuantizationRequest asked;
+  asked.scheme = recipe.scheme;
   for (const std::string& glob : request.ignore) {
-    for (std::string& part : quant::split_comma_list(glob))
-      config.ignore.push_back(std::move(part));
+    for (std::string& part : quant::split_comma_list(glob)) asked.ignore.push_back(std::move(part));
   }
-  config.module_types = parse_kinds(request.module_types);
-  config.validate();
+  asked.module_types = parse_kinds(request.module_types);
+  const quant::QuantizationConfig config = quant::QuantizationConfig::parse(std::move(asked));
 
   const models::Architecture& architecture = models::architecture_for(request.source);
   OASR_CHECK(architecture.open_for_quantization != nullptr, kUnsupported,

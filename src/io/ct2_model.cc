@@ -14,6 +14,7 @@
 #include <unordered_map>
 
 #include "core/error.h"
+#include "io/posix_file.h"
 #include "io/tensor_extent.h"
 
 namespace oasr::io {
@@ -27,22 +28,6 @@ constexpr uint8_t kLastDTypeId = 5;
 // An alias can point at an alias registered before it; CTranslate2 resolves
 // the chain when it registers each one, so a longer chain means a cycle.
 constexpr int kMaxAliasDepth = 64;
-
-class FileMapping {
- public:
-  FileMapping(void* address, size_t size) : address_(address), size_(size) {}
-  ~FileMapping() {
-    if (address_ != nullptr) ::munmap(address_, size_);
-  }
-  FileMapping(const FileMapping&) = delete;
-  FileMapping& operator=(const FileMapping&) = delete;
-  const unsigned char* bytes() const { return static_cast<const unsigned char*>(address_); }
-  size_t size() const { return size_; }
-
- private:
-  void* address_;
-  size_t size_;
-};
 
 // Reads the fields of model.bin in order; every read names what it reads
 // and refuses to go past the end of the file.

@@ -14,6 +14,7 @@
 #include <unordered_map>
 
 #include "core/error.h"
+#include "io/posix_file.h"
 #include "io/safetensors_header.h"
 
 namespace oasr::io {
@@ -22,35 +23,6 @@ static_assert(std::endian::native == std::endian::little,
               "safetensors data is little-endian; a big-endian host would need byte swapping");
 
 namespace {
-
-// A read-only private mapping of a whole file; unmapped when the last tensor
-// borrowing from it (and the SafeTensorsFile) is gone.
-class FileMapping {
- public:
-  FileMapping(void* address, size_t size) : address_(address), size_(size) {}
-  ~FileMapping() { munmap(address_, size_); }
-  FileMapping(const FileMapping&) = delete;
-  FileMapping& operator=(const FileMapping&) = delete;
-
-  const unsigned char* bytes() const { return static_cast<const unsigned char*>(address_); }
-  size_t size() const { return size_; }
-
- private:
-  void* address_;
-  size_t size_;
-};
-
-// Closes a file descriptor on every path out of open().
-class FdCloser {
- public:
-  explicit FdCloser(int fd) : fd_(fd) {}
-  ~FdCloser() { ::close(fd_); }
-  FdCloser(const FdCloser&) = delete;
-  FdCloser& operator=(const FdCloser&) = delete;
-
- private:
-  int fd_;
-};
 
 std::string os_error(int err) {
   return std::strerror(err);

@@ -4,7 +4,7 @@
 // module path and state-dict names; once a QuantMethod is attached, the
 // weight slot holds 8-bit values with weight_scale (and smooth_inv /
 // input_scale as the scheme needs) beside it, and the method runs forward.
-// quant/apply.h drives this: which layers, which scheme, online or from a
+// quantize/apply.h drives this: which layers, which scheme, online or from a
 // quantized checkpoint, then binding.
 #pragma once
 

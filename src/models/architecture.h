@@ -5,12 +5,13 @@
 // what its structure lets quantization do, instead of comparing names or
 // calling one architecture's loader (docs/architecture.md, "Architectures").
 //
-// The built-in descriptors (models/u2pp/u2pp_architecture.cc,
-// models/whisper/whisper_architecture.cc) are seeded the first time the registry is
-// used; another architecture is added with register_architecture() before
-// the first lookup that should find it (a test binary's static initializer
-// will do: object files given to the link are always linked, unlike unused
-// members of a static library).
+// A descriptor also makes the architecture's recognizer (asr/recognizer.h)
+// and names its decode methods. The built-in descriptors (one line each in
+// models/architecture.cc; each defined in its own folder) are seeded the
+// first time the registry is used; another architecture is added with
+// register_architecture() before the first lookup that should find it (a
+// test binary's static initializer will do: object files given to the link
+// are always linked, unlike unused members of a static library).
 #pragma once
 
 #include <nlohmann/json.hpp>
@@ -26,11 +27,14 @@
 
 #include "core/dtype.h"
 #include "layers/module.h"
-#include "models/materialize_options.h"
+#include "asr/materialize_options.h"
+#include "asr/recognizer.h"
 #include "quant/layout.h"
 #include "quant/spec.h"
 
 namespace oasr::models {
+
+using engine::MaterializeOptions;
 
 // `oasr convert`: one checkpoint into the architecture's native directory.
 struct ConvertRequest {
@@ -103,6 +107,19 @@ struct Architecture {
   // Whether `path` holds a checkpoint of this architecture in any layout
   // its loader reads. Must not throw; a directory it cannot parse is not its.
   std::function<bool(const std::filesystem::path& path)> detect;
+  // What detect() looks for, in words: architecture_for() lists it when no
+  // architecture takes a path ("a WeNet experiment directory (train.yaml)").
+  std::string looks_for;
+  // Builds the architecture's recognizer for an engine config whose
+  // ckpt_dir this descriptor detected.
+  engine::RecognizerFactory make_recognizer;
+  // The decode options its recognizer reads (asr/decode_options.h), the
+  // method first: `decode_method`, whose choices are its methods. The CLI
+  // flags, the server's form fields and the Python keyword arguments are
+  // made from every architecture's declarations; a key the loaded
+  // architecture does not declare is refused by name. A key two
+  // architectures declare has one kind.
+  std::vector<engine::DecodeOptionSpec> decode_options;
   // The load sequence (spec "Load order"; U2++'s is models/u2pp/materialize.h)
   // for a checkpoint at `path`.
   std::function<MaterializedModel(const std::filesystem::path& path,
@@ -122,7 +139,8 @@ struct Architecture {
       open_for_quantization;
 };
 
-// Adds `architecture` (every field set); a name already registered is
+// Adds `architecture` (name, detect, looks_for, materialize,
+// quantization_layout and make_recognizer set); a name already registered is
 // refused. Registration is meant for start-up: it is not synchronised with
 // concurrent lookups.
 void register_architecture(Architecture architecture);
@@ -133,24 +151,44 @@ std::vector<const Architecture*> registered_architectures();
 // The architecture registered as `name`, or null.
 const Architecture* find_architecture(std::string_view name);
 
-// The architecture of the checkpoint at `path`: the first one other than
-// U2++ whose detect() accepts it, else U2++ -- whose loader reads native and
-// WeNet directories and names what is wrong with anything else (a missing
-// path, an unknown "architecture", a malformed config).
+// The architecture of the checkpoint at `path`: the first whose detect()
+// accepts it. None is a fallback for another: a path no architecture takes
+// is refused naming the path, what is wrong with it where that is plain and
+// what each registered architecture looks for -- kNotFound (missing, or no
+// checkpoint file in it), kCorruptFile (an unreadable oasr_config.json) or
+// kUnsupported (an oasr_config.json naming an unregistered architecture).
 const Architecture& architecture_for(const std::filesystem::path& path);
+// The same lookup without the refusal: null when no architecture takes `path`.
+const Architecture* detect_architecture(const std::filesystem::path& path);
+
+// The display names of the architectures whose recognizers take the decode
+// method `method`, joined ("Whisper"); empty when none does.
+std::string architectures_taking(std::string_view method);
+
+// Every decode option any registered architecture declares, once each, in
+// the order of first declaration, with the architectures declaring it.
+struct DeclaredDecodeOption {
+  engine::DecodeOptionSpec spec;                       // the first declaration
+  std::vector<const Architecture*> architectures;      // who declares it
+  std::vector<const engine::DecodeOptionSpec*> specs;  // each one's declaration
+};
+std::vector<DeclaredDecodeOption> declared_decode_options();
+// The declaration of `key` (or an alias) by any architecture, or null.
+const engine::DecodeOptionSpec* find_declared_decode_option(std::string_view key);
+
+// Refuses (kInvalidArgument) a key of `values` that `architecture` does not
+// declare, naming the key, the architectures that do and the ones it takes,
+// and a value outside its declared range; with `resolved`, also a missing
+// decode_method.
+void check_decode_values(const Architecture& architecture, const engine::DecodeValues& values);
 
 // The layout `oasr convert --from auto` reads `path` as: the first layout
-// whose detect() accepts it, the architectures in architecture_for()'s
-// order (U2++'s last, its final layout -- WeNet, whose loader names what is
-// wrong with anything else -- taking what no other does).
+// whose detect() accepts it, in registration order; a path no layout takes
+// is refused naming the path and every layout (source_layout_list()).
 const SourceLayout& source_layout_for(const std::filesystem::path& path);
 // The layout registered as `from` (across architectures), or null.
 const SourceLayout* find_source_layout(std::string_view from);
 // "wenet (WeNet ...), native (...), ..." for --from's help and refusals.
 std::string source_layout_list();
-
-// The built-in descriptors (their own files).
-Architecture u2pp_architecture();
-Architecture whisper_architecture();
 
 }  // namespace oasr::models

@@ -35,7 +35,7 @@ struct QuantizationInfo {
   std::vector<LayerReport> layers;
   std::vector<SkippedLayer> skipped;
   // Standalone quantize launches of each encoder block, counted from the
-  // armed links (quant/apply_links.h add_link_report; spec "What each recipe
+  // armed links (quantize/apply_links.h add_link_report; spec "What each recipe
   // fuses"); empty when not computed.
   std::vector<int64_t> standalone_quantize_launches_per_block;
 

@@ -1,6 +1,7 @@
 #include "quant/spec.h"
 
 #include <algorithm>
+#include <atomic>
 #include <sstream>
 
 #include "core/error.h"
@@ -103,14 +104,23 @@ LayerKind parse_kind(const std::string& text, const std::string& what) {
 
 }  // namespace
 
-// ---- QuantizationConfig -----------------------------------------------------
+// ---- QuantizationRequest / QuantizationConfig --------------------------------
+
+namespace {
+std::atomic<int64_t> parses{0};
+}  // namespace
 
 bool QuantizationConfig::empty() const {
-  return scheme.empty() && ignore.empty() && !module_types.has_value() && kv_cache.empty();
+  return request_.scheme.empty() && request_.ignore.empty() &&
+         !request_.module_types.has_value() && request_.kv_cache.empty();
 }
 
-QuantizationConfig QuantizationConfig::from_json(const nlohmann::json& value) {
-  QuantizationConfig config;
+int64_t QuantizationConfig::parse_count() {
+  return parses.load();
+}
+
+QuantizationRequest QuantizationRequest::from_json(const nlohmann::json& value) {
+  QuantizationRequest config;
   if (value.is_null()) return config;
   if (value.is_string()) {
     config.scheme = value.get<std::string>();
@@ -143,9 +153,9 @@ QuantizationConfig QuantizationConfig::from_json(const nlohmann::json& value) {
   return config;
 }
 
-QuantizationConfig QuantizationConfig::from_options(const std::string& scheme,
-                                                    const std::vector<std::string>& options) {
-  QuantizationConfig config;
+QuantizationRequest QuantizationRequest::from_options(const std::string& scheme,
+                                                      const std::vector<std::string>& options) {
+  QuantizationRequest config;
   config.scheme = scheme;
   std::vector<std::string> kinds;
   for (const std::string& option : options) {
@@ -170,7 +180,12 @@ QuantizationConfig QuantizationConfig::from_options(const std::string& scheme,
   return config;
 }
 
-void QuantizationConfig::validate() const {
+QuantizationConfig QuantizationConfig::parse(QuantizationRequest request) {
+  ++parses;
+  const std::string& scheme = request.scheme;
+  const std::vector<std::string>& ignore = request.ignore;
+  const std::optional<std::vector<LayerKind>>& module_types = request.module_types;
+  const std::string& kv_cache = request.kv_cache;
   if (scheme.empty()) {
     OASR_CHECK(ignore.empty(), kInvalidArgument,
                "quantization 'ignore' was given without a scheme; ignore chooses the layers "
@@ -185,9 +200,14 @@ void QuantizationConfig::validate() const {
   }
   OASR_CHECK(kv_cache.empty() || kv_cache == kKvCacheFp8, kInvalidArgument,
              "unknown kv_cache format '", kv_cache, "'; the accepted one is fp8_e4m3");
+  return QuantizationConfig(std::move(request));
 }
 
 std::string QuantizationConfig::dump() const {
+  const std::string& scheme = request_.scheme;
+  const std::vector<std::string>& ignore = request_.ignore;
+  const std::optional<std::vector<LayerKind>>& module_types = request_.module_types;
+  const std::string& kv_cache = request_.kv_cache;
   std::ostringstream out;
   out << "scheme=" << (scheme.empty() ? "none" : scheme);
   if (!ignore.empty()) {

@@ -11,7 +11,7 @@
 #include <string>
 #include <vector>
 
-#include "engine/recognizer.h"
+#include "asr/recognizer.h"
 
 namespace oasr::server {
 

@@ -10,6 +10,7 @@
 #include "audio/audio_file.h"
 #include "core/error.h"
 #include "engine/engine_options.h"
+#include "models/architecture.h"
 #include "server/multipart.h"
 #include "server/response_formats.h"
 
@@ -33,13 +34,17 @@ bool same_secret(std::string_view given, std::string_view expected) {
   return diff == 0;
 }
 
-// The decode keys a request may set as form fields (engine/engine_options.h).
+// The decode keys a request may set as form fields: every key (and alias)
+// a registered architecture declares (models::declared_decode_options()).
 const std::set<std::string>& decode_fields() {
-  static const std::set<std::string> fields = {
-      "decode_method",     "decoding_method",    "beam_size",    "ctc_weight",
-      "reverse_weight",    "chunk_size",         "left_chunks",  "length_penalty",
-      "timestamps",        "long_form",          "temperatures", "compression_ratio_threshold",
-      "logprob_threshold", "no_speech_threshold"};
+  static const std::set<std::string> fields = [] {
+    std::set<std::string> out;
+    for (const models::DeclaredDecodeOption& option : models::declared_decode_options()) {
+      out.insert(option.spec.key);
+      out.insert(option.spec.aliases.begin(), option.spec.aliases.end());
+    }
+    return out;
+  }();
   return fields;
 }
 
@@ -255,7 +260,14 @@ TranscriptionService::StreamStart TranscriptionService::start_stream(
     start.erase("model");
   }
   engine::DecodeOverrides overrides = engine::decode_overrides_from_json(start);
-  if (!overrides.chunk_size && engine_.decode_options().chunk_size <= 0) overrides.chunk_size = 16;
+  // A stream decodes chunk by chunk: 16 encoder frames unless the request or
+  // the engine's defaults say otherwise (where the architecture has chunks).
+  const bool chunked = engine::find_decode_spec(engine_.architecture().decode_options,
+                                                "chunk_size") != nullptr;
+  if (chunked && !overrides.has("chunk_size") &&
+      engine_.decode_options().find<int64_t>("chunk_size").value_or(-1) <= 0) {
+    overrides.set("chunk_size", int64_t{16});
+  }
   out.session = engine_.start_session(overrides);
   return out;
 }
@@ -338,8 +350,9 @@ void TranscriptionService::transcribe(const Request& request, Reply reply) {
     // itself is asked to, unless the request said otherwise.
     const bool wants_segments = format == ResponseFormat::kVerboseJson ||
                                 format == ResponseFormat::kSrt || format == ResponseFormat::kVtt;
-    if (wants_segments && !overrides.timestamps && engine_.architecture().decodes_timestamps) {
-      overrides.timestamps = true;
+    if (wants_segments && !overrides.has("timestamps") &&
+        engine_.architecture().decodes_timestamps) {
+      overrides.set("timestamps", true);
     }
     (void)engine_.resolve_decode(overrides);  // refused now, not in the batch
   } catch (const Error& e) {

@@ -44,7 +44,7 @@ void expect_refusal(std::vector<std::string> flags, const std::vector<std::strin
 
 TEST(CliDecodeFlags, ValuesThatUsedToMeanNotGivenAreValidated) {
   expect_refusal({"--beam-size", "0"}, {"--beam-size", "[1, 128]", "got 0"});
-  expect_refusal({"--chunk-size", "0"}, {"--chunk-size", "-1 (offline) or a positive", "got 0"});
+  expect_refusal({"--chunk-size", "0"}, {"--chunk-size", "-1 or an integer >= 1", "got 0"});
   expect_refusal({"--left-chunks", "-2"}, {"--left-chunks", "got -2"});
   expect_refusal({"--reverse-weight", "-1"}, {"--reverse-weight", "[0, 1]"});
   expect_refusal({"--ctc-weight", "-1"}, {"--ctc-weight", ">= 0"});

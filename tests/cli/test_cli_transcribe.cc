@@ -94,6 +94,12 @@ TEST(CliEval, ScoresAManifestAgainstItsReferences) {
   EXPECT_GE(result.at("errors").get<int64_t>(), 4) << r.out;  // zzzz is 4 characters
   EXPECT_GT(result.at("cer").get<double>(), 0.0);
   EXPECT_EQ(result.at("per_utterance")[0].at("errors"), 0) << r.out;
+  // The decoding speed: audio seconds over the decode calls' wall time.
+  const double audio_seconds = result.at("audio_seconds").get<double>();
+  const double decode_seconds = result.at("decode_seconds").get<double>();
+  EXPECT_GT(audio_seconds, 0.5) << r.out;  // two test clips of about a second or more
+  EXPECT_GT(decode_seconds, 0.0) << r.out;
+  EXPECT_NEAR(result.at("rtfx").get<double>(), audio_seconds / decode_seconds, 1e-9) << r.out;
 
   // A malformed manifest is refused naming the line.
   const std::string bad = (tmp.path() / "bad.jsonl").string();

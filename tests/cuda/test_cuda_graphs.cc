@@ -25,7 +25,7 @@
 #include "ops/gemm.h"
 #include "ops/layer_norm.h"
 #include "ops/sequence_mask.h"
-#include "quant/apply.h"
+#include "quantize/apply.h"
 #include "support/test_support.h"
 
 namespace oasr {

@@ -84,15 +84,15 @@ EngineConfig config_for(const std::string& method, const Mode& mode, int64_t max
   EngineConfig config;
   config.ckpt_dir = model_dir();
   config.max_batch_size = max_batch_size;
-  config.decode.method = method;
+  config.decode.set("decode_method", method);
   // Only the knobs the method reads: the engine refuses the others by name.
-  if (method != "ctc_greedy_search") config.decode.beam_size = d.at("beam_size").get<int64_t>();
+  if (method != "ctc_greedy_search") config.decode.set("beam_size", d.at("beam_size").get<int64_t>());
   if (method == "attention_rescoring") {
-    config.decode.ctc_weight = d.at("ctc_weight").get<double>();
-    config.decode.reverse_weight = d.at("reverse_weight").get<double>();
+    config.decode.set("ctc_weight", d.at("ctc_weight").get<double>());
+    config.decode.set("reverse_weight", d.at("reverse_weight").get<double>());
   }
-  config.decode.chunk_size = mode.chunk_size;
-  config.decode.left_chunks = mode.left_chunks;
+  config.decode.set("chunk_size", mode.chunk_size);
+  config.decode.set("left_chunks", mode.left_chunks);
   return config;
 }
 
@@ -300,7 +300,7 @@ TEST(EnginePerRequest, OneEngineServesEveryMethodAndMode) {
   EngineConfig config;
   config.ckpt_dir = model_dir();
   const ASREngine engine(config);
-  const std::string default_method = engine.decode_options().method;
+  const std::string default_method = engine.decode_options().get<std::string>("decode_method");
   const std::vector<std::string> utts = {"u01_chirps", "u04_mixture", "u06_short"};
   for (const char* method : kMethods) {
     for (const Mode& mode : kModes) {
@@ -313,7 +313,7 @@ TEST(EnginePerRequest, OneEngineServesEveryMethodAndMode) {
       }
     }
   }
-  EXPECT_EQ(engine.decode_options().method, default_method);
+  EXPECT_EQ(engine.decode_options().get<std::string>("decode_method"), default_method);
   // A streaming session from the offline engine, chunked by the request.
   engine::DecodeOverrides chunked = config_for("ctc_greedy_search", kModes[1], 8).decode;
   auto session = engine.start_session(chunked);
@@ -325,8 +325,8 @@ TEST(EnginePerRequest, OneEngineServesEveryMethodAndMode) {
             ids_of(expected_result("u01_chirps", "chunk16", "ctc_greedy_search")));
   // A request knob its method does not read is refused, as at construction.
   engine::DecodeOverrides greedy_beam;
-  greedy_beam.method = "ctc_greedy_search";
-  greedy_beam.beam_size = 4;
+  greedy_beam.set("decode_method", std::string("ctc_greedy_search"));
+  greedy_beam.set("beam_size", int64_t{4});
   EXPECT_THROW(engine.transcribe_files(wav_paths(utts), greedy_beam), Error);
 }
 

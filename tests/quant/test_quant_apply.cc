@@ -1,4 +1,4 @@
-// Which layers a request quantizes and every refusal on the way (quant/apply.h):
+// Which layers a request quantizes and every refusal on the way (quantize/apply.h):
 // selection by kind with skips recorded, ignore globs, the model's kept
 // layers, explicit targets, conv kinds, static schemes, a quantized
 // checkpoint's authoritative spec; then online quantization, the in-memory
@@ -14,7 +14,7 @@
 #include "layers/conv.h"
 #include "layers/linear.h"
 #include "layers/norm.h"
-#include "quant/apply.h"
+#include "quantize/apply.h"
 #include "support/test_support.h"
 
 namespace oasr::quant {

@@ -25,7 +25,7 @@
 #include "layers/quantizable.h"
 #include "models/u2pp/materialize.h"
 #include "models/u2pp/native_checkpoint.h"
-#include "quant/algorithms/smoothquant.h"
+#include "quantize/smoothquant.h"
 #include "quant/calibration/observers.h"
 
 namespace oasr::testing {
@@ -122,7 +122,7 @@ double max_relative_difference(const Tensor& a, const Tensor& b) {
 
 TEST(Calibration, SmoothingFoldsLeaveTheFullPrecisionModelComputingTheSameFunction) {
   const models::ModelSource source = models::load_checkpoint_dir(wenet_dir());
-  models::MaterializeOptions options;
+  engine::MaterializeOptions options;
   options.bind = false;
   auto master = models::materialize_u2pp_model(source, {}, options);
   models::U2ppModel& model = *master.model;

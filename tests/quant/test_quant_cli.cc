@@ -33,7 +33,7 @@ std::vector<std::string> transcribe_args(const fs::path& dir, std::vector<std::s
 std::vector<std::string> engine_texts(const fs::path& dir, const std::string& scheme) {
   engine::EngineConfig config;
   config.ckpt_dir = dir;
-  config.decode.method = "ctc_prefix_beam_search";
+  config.decode.set("decode_method", "ctc_prefix_beam_search");
   config.quantization = quant::QuantizationConfig::from_options(scheme, {});
   const engine::ASREngine engine(config);
   std::vector<std::string> out;

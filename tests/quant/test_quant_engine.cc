@@ -18,6 +18,7 @@
 
 #include "core/error.h"
 #include "engine/asr_engine.h"
+#include "engine/engine_options.h"
 #include "io/safetensors.h"
 #include "models/u2pp/materialize.h"
 #include "models/u2pp/native_checkpoint.h"
@@ -57,7 +58,7 @@ EngineConfig config_for(const fs::path& dir, const std::string& scheme,
                         const std::vector<std::string>& options = {}) {
   EngineConfig config;
   config.ckpt_dir = dir;
-  config.decode.method = "ctc_prefix_beam_search";
+  config.decode.set("decode_method", "ctc_prefix_beam_search");
   config.quantization = quant::QuantizationConfig::from_options(scheme, options);
   return config;
 }
@@ -171,6 +172,22 @@ TEST(QuantEngine, OnlineInt8QuantizesEveryDenseGemmButTheKeptOnes) {
   }
   EXPECT_NE(skipped["ctc.ctc_lo"].find("CTC head"), std::string::npos);
   EXPECT_FALSE(texts(q).front().empty());
+}
+
+// The --quantization string is validated once from flag to kernel: the
+// options layer parses it into a QuantizationConfig, and the engine, the
+// load sequence, spec selection and the lanes take that type as valid.
+TEST(QuantEngine, AQuantizationStringIsValidatedOnceFromFlagToKernel) {
+  const int64_t before = quant::QuantizationConfig::parse_count();
+  const EngineConfig config = engine::engine_config_from_options(
+      {{"ckpt_dir", wenet_dir().string()},
+       {"decode_method", "ctc_prefix_beam_search"},
+       {"quantization", "int8_w8a8"},
+       {"quantization_option", "ignore=decoder.*"}});
+  const ASREngine engine(config);
+  EXPECT_EQ(texts(engine).size(), 3u);
+  EXPECT_EQ(engine.quantization_info().schemes, std::vector<std::string>{"int8_w8a8"});
+  EXPECT_EQ(quant::QuantizationConfig::parse_count() - before, 1);
 }
 
 TEST(QuantEngine, QuantizedEncoderStaysCloseToFullPrecision) {

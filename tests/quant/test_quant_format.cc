@@ -113,18 +113,17 @@ TEST(QuantConfig, FromJsonAndFromCliOptionsAgree) {
       "int8_w8a8",
       {"ignore=encoder.encoders.0.*,ctc.*", "module_types=linear", "kv_cache=fp8_e4m3"});
   for (const QuantizationConfig& c : {from_json, from_cli}) {
-    EXPECT_EQ(c.scheme, "int8_w8a8");
-    EXPECT_EQ(c.ignore, (std::vector<std::string>{"encoder.encoders.0.*", "ctc.*"}));
+    EXPECT_EQ(c.scheme(), "int8_w8a8");
+    EXPECT_EQ(c.ignore(), (std::vector<std::string>{"encoder.encoders.0.*", "ctc.*"}));
     EXPECT_EQ(c.kinds(), std::vector<LayerKind>{LayerKind::kLinear});
-    EXPECT_EQ(c.kv_cache, "fp8_e4m3");
-    EXPECT_NO_THROW(c.validate());
+    EXPECT_EQ(c.kv_cache(), "fp8_e4m3");
   }
-  EXPECT_EQ(QuantizationConfig::from_json("fp8_w8a8").scheme, "fp8_w8a8");
+  EXPECT_EQ(QuantizationConfig::from_json("fp8_w8a8").scheme(), "fp8_w8a8");
   EXPECT_EQ(
       QuantizationConfig::from_json(nlohmann::json::parse(R"({"scheme": "int8_w8a8"})")).kinds(),
       default_layer_kinds());
   // Repeated options accumulate.
-  EXPECT_EQ(QuantizationConfig::from_options("int8_w8a8", {"ignore=a", "ignore=b"}).ignore,
+  EXPECT_EQ(QuantizationConfig::from_options("int8_w8a8", {"ignore=a", "ignore=b"}).ignore(),
             (std::vector<std::string>{"a", "b"}));
   expect_refused([] { QuantizationConfig::from_options("int8_w8a8", {"ignore"}); },
                  {"'ignore' is not key=value"});
@@ -135,21 +134,26 @@ TEST(QuantConfig, FromJsonAndFromCliOptionsAgree) {
       {"unknown key 'schem'"});
 }
 
-TEST(QuantConfig, ValidateRefusesWhatCannotBeServed) {
-  expect_refused([] { QuantizationConfig::from_options("nvfp4", {}).validate(); },
+TEST(QuantConfig, ParseRefusesWhatCannotBeServed) {
+  expect_refused([] { QuantizationConfig::from_options("nvfp4", {}); },
                  {"nvfp4", "no method serves it"});
-  expect_refused([] { QuantizationConfig::from_options("int3_w3a3", {}).validate(); },
+  expect_refused([] { QuantizationConfig::from_options("int3_w3a3", {}); },
                  {"unknown quantization scheme 'int3_w3a3'"});
-  expect_refused([] { QuantizationConfig::from_options("", {"ignore=ctc.*"}).validate(); },
+  expect_refused([] { QuantizationConfig::from_options("", {"ignore=ctc.*"}); },
                  {"'ignore' was given without a scheme", "--quantization int8_w8a8"});
-  expect_refused([] { QuantizationConfig::from_options("", {"module_types=linear"}).validate(); },
+  expect_refused([] { QuantizationConfig::from_options("", {"module_types=linear"}); },
                  {"'module_types' was given without a scheme"});
   expect_refused(
-      [] { QuantizationConfig::from_options("int8_w8a8", {"kv_cache=int4"}).validate(); },
+      [] { QuantizationConfig::from_options("int8_w8a8", {"kv_cache=int4"}); },
       {"kv_cache format 'int4'", "fp8_e4m3"});
   // kv_cache alone is a request without a weight scheme, and valid.
-  EXPECT_NO_THROW(QuantizationConfig::from_options("", {"kv_cache=fp8_e4m3"}).validate());
+  EXPECT_FALSE(QuantizationConfig::from_options("", {"kv_cache=fp8_e4m3"}).empty());
   EXPECT_TRUE(QuantizationConfig{}.empty());
+  // The raw request holds anything; only parse() makes a config of it.
+  QuantizationRequest raw;
+  raw.scheme = "int3_w3a3";
+  expect_refused([&] { QuantizationConfig::parse(raw); },
+                 {"unknown quantization scheme 'int3_w3a3'"});
   EXPECT_EQ(scheme_family("int8_w8a8_static"), "int8_w8a8");
   EXPECT_EQ(scheme_family("fp8_w8a8"), "fp8_w8a8");
 }

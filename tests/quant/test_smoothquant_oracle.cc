@@ -12,7 +12,7 @@
 #include <vector>
 
 #include "core/error.h"
-#include "quant/algorithms/smoothquant.h"
+#include "quantize/smoothquant.h"
 #include "quant/calibration/observers.h"
 #include "support/test_support.h"
 

@@ -1,8 +1,9 @@
-// The architecture registry (models/architecture.h) and the recognizer
-// registry (engine/recognizer.h): the built-in descriptors, detection of
-// each layout on disk, refusals, and an extra architecture registered from
-// this test binary alone -- a one-Linear "CTC head" model built from the
-// shared layers, with its own recognizer -- found by its oasr_config.json
+// The architecture registry (models/architecture.h), whose descriptors also
+// make the recognizers (asr/recognizer.h): the built-in descriptors,
+// detection of each layout on disk, the refusal of a path no architecture
+// takes, and an extra architecture registered from this test binary alone
+// -- a one-Linear "CTC head" model built from the shared layers, with its
+// own recognizer -- found by its oasr_config.json
 // name, materialized with online int8_w8a8, reported by
 // quant::quantization_info and served end to end by ASREngine, with no edit
 // outside this file.
@@ -18,10 +19,10 @@
 #include "core/error.h"
 #include "engine/asr_engine.h"
 #include "engine/quantize_recipe.h"
-#include "engine/recognizer.h"
+#include "asr/recognizer.h"
 #include "layers/linear.h"
 #include "models/architecture.h"
-#include "quant/apply.h"
+#include "quantize/apply.h"
 #include "quant/lanes/scaled_mm_lane.h"
 #include "support/test_support.h"
 
@@ -30,7 +31,6 @@ namespace {
 
 namespace fs = std::filesystem;
 constexpr const char* kExtraName = "registry_test_ctc_linear";
-constexpr const char* kNoRecognizerName = "registry_test_no_recognizer";
 constexpr const char* kExtraLayout = "registry_test_layout";
 // The extra architecture's upstream layout: a directory holding this file.
 constexpr const char* kExtraLayoutMarker = "ctc_linear_upstream.txt";
@@ -56,7 +56,7 @@ bool names(const fs::path& path, const char* name) {
 
 models::MaterializedModel materialize_extra(const fs::path&,
                                             const quant::QuantizationConfig& quantization,
-                                            const models::MaterializeOptions& options) {
+                                            const engine::MaterializeOptions& options) {
   auto model = std::make_unique<CtcLinearModel>();
   std::mt19937 rng(5);
   std::normal_distribution<float> normal(0.0f, 0.2f);
@@ -97,14 +97,10 @@ class CtcLinearRecognizer final : public engine::Recognizer {
   }
   int sample_rate() const override { return 8000; }
   engine::DecodeOptions resolve_decode(const engine::DecodeOverrides& o) const override {
-    OASR_CHECK(!o.beam_size && !o.ctc_weight && !o.reverse_weight && !o.chunk_size &&
-                   !o.left_chunks && !o.length_penalty,
-               kInvalidArgument, "the CTC linear test architecture takes no decode knobs");
+    // Keys it does not declare never reach it (ASREngine refuses them).
+    EXPECT_EQ(o.items().size(), o.has("decode_method") ? 1u : 0u);
     engine::DecodeOptions d;
-    d.method = o.method.value_or("ctc_greedy_search");
-    OASR_CHECK(d.method == "ctc_greedy_search", kInvalidArgument, "decode method '", d.method,
-               "' is not the CTC linear test architecture's");
-    d.beam_size = 1;
+    d.set("decode_method", o.find<std::string>("decode_method").value_or("ctc_greedy_search"));
     return d;
   }
   std::vector<engine::Transcript> transcribe(std::span<const engine::Waveform> utterances,
@@ -154,6 +150,15 @@ void register_extra_once() {
   extra.name = kExtraName;
   extra.display_name = "CTC linear (test)";
   extra.detect = [](const fs::path& path) { return names(path, kExtraName); };
+  extra.looks_for = "an oasr directory naming registry_test_ctc_linear";
+  extra.make_recognizer = [](const engine::EngineConfig& config) {
+    return std::unique_ptr<engine::Recognizer>(std::make_unique<CtcLinearRecognizer>(config));
+  };
+  engine::DecodeOptionSpec method;  // its one decode key
+  method.key = "decode_method";
+  method.help = "CTC greedy search";
+  method.choices = {"ctc_greedy_search"};
+  extra.decode_options = {method};
   extra.materialize = materialize_extra;
   extra.quantization_layout = [](const Module&) { return quant::QuantLayout{}; };
   models::SourceLayout upstream;
@@ -168,18 +173,6 @@ void register_extra_once() {
   };
   extra.source_layouts = {upstream};
   models::register_architecture(std::move(extra));
-  engine::register_recognizer(kExtraName,
-                              [](const engine::EngineConfig& config) {
-                                return std::make_unique<CtcLinearRecognizer>(config);
-                              },
-                              {"ctc_greedy_search"});
-  // A second one without a recognizer: the engine refuses it by name.
-  models::Architecture bare = *models::find_architecture(kExtraName);
-  bare.name = kNoRecognizerName;
-  bare.display_name = "bare (test)";
-  bare.detect = [](const fs::path& path) { return names(path, kNoRecognizerName); };
-  bare.source_layouts.clear();
-  models::register_architecture(std::move(bare));
 }
 
 fs::path write_extra_dir(const fs::path& dir, const char* name) {
@@ -220,18 +213,70 @@ TEST(ArchitectureRegistry, DetectsEachLayoutOnDisk) {
   EXPECT_TRUE(u2pp.detect(wenet.path()));
   EXPECT_EQ(&models::architecture_for(wenet.path()), &u2pp);
 
-  const testing::TempDir broken;  // unparsable configs are nobody's: U2++'s loader names them
+  const testing::TempDir broken;  // unparsable configs are nobody's
   std::ofstream(broken.path() / "config.json") << "{not json";
   std::ofstream(broken.path() / "oasr_config.json") << "{not json";
   EXPECT_FALSE(whisper.detect(broken.path()));
   EXPECT_FALSE(u2pp.detect(broken.path()));
-  EXPECT_EQ(&models::architecture_for(broken.path()), &u2pp);
-  EXPECT_EQ(&models::architecture_for("/nonexistent-ckpt-dir"), &u2pp);
+  EXPECT_EQ(models::detect_architecture(broken.path()), nullptr);
+}
+
+// No architecture is a fallback for another: a path none takes is refused
+// naming the path, what is plain about it and what each one looks for.
+TEST(ArchitectureRegistry, APathNoArchitectureTakesIsRefusedListingEachOne) {
+  const auto refusal = [](const fs::path& path, ErrorCode code) {
+    try {
+      models::architecture_for(path);
+    } catch (const Error& e) {
+      EXPECT_EQ(e.code(), code) << e.what();
+      return std::string(e.what());
+    }
+    ADD_FAILURE() << path << " was taken by an architecture";
+    return std::string();
+  };
+  const std::string missing = refusal("/nonexistent-ckpt-dir", ErrorCode::kNotFound);
+  EXPECT_NE(missing.find("/nonexistent-ckpt-dir is no checkpoint oasr reads: no such file or directory"),
+            std::string::npos)
+      << missing;
+  for (const models::Architecture* architecture : models::registered_architectures()) {
+    EXPECT_NE(missing.find(architecture->display_name + " (" + architecture->name +
+                           "): " + architecture->looks_for),
+              std::string::npos)
+        << missing;
+  }
+  EXPECT_NE(missing.find("WeNet experiment directory (train.yaml)"), std::string::npos) << missing;
+  EXPECT_NE(missing.find("config.json has model_type whisper"), std::string::npos) << missing;
+
+  const testing::TempDir unknown;
+  std::ofstream(unknown.path() / "oasr_config.json")
+      << R"({"format_version": 1, "architecture": "conformer_v9"})";
+  const std::string named = refusal(unknown.path(), ErrorCode::kUnsupported);
+  EXPECT_NE(named.find("names the architecture 'conformer_v9', which is not registered"),
+            std::string::npos)
+      << named;
+
+  const testing::TempDir unreadable;
+  std::ofstream(unreadable.path() / "oasr_config.json") << "{not json";
+  EXPECT_NE(refusal(unreadable.path(), ErrorCode::kCorruptFile)
+                .find("its oasr_config.json is not a JSON object"),
+            std::string::npos);
+
+  const testing::TempDir empty;  // a directory, but nothing any reader looks for
+  const std::string nothing = refusal(empty.path(), ErrorCode::kNotFound);
+  EXPECT_NE(nothing.find("is no checkpoint oasr reads: the registered architectures look for"),
+            std::string::npos)
+      << nothing;
+  try {
+    models::source_layout_for(empty.path());
+    ADD_FAILURE() << "a layout took an empty directory";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("--from takes native ("), std::string::npos) << e.what();
+  }
 }
 
 TEST(ArchitectureRegistry, RefusesDuplicatesAndIncompleteDescriptors) {
   try {
-    models::register_architecture(models::u2pp_architecture());
+    models::register_architecture(*models::find_architecture("u2pp_conformer"));
     FAIL() << "a second u2pp_conformer was registered";
   } catch (const Error& e) {
     EXPECT_EQ(e.code(), ErrorCode::kInvalidArgument);
@@ -243,7 +288,7 @@ TEST(ArchitectureRegistry, RefusesDuplicatesAndIncompleteDescriptors) {
     models::register_architecture(incomplete);
     FAIL() << "a descriptor without functions was registered";
   } catch (const Error& e) {
-    EXPECT_NE(std::string(e.what()).find("needs a name, detect, materialize"), std::string::npos)
+    EXPECT_NE(std::string(e.what()).find("needs a name, detect, looks_for, materialize"), std::string::npos)
         << e.what();
   }
   EXPECT_EQ(models::find_architecture("registry_test_incomplete"), nullptr);
@@ -258,8 +303,7 @@ TEST(ArchitectureRegistry, AnExtraArchitecturePlugsInFromTheTestAlone) {
   ASSERT_EQ(found.name, kExtraName);
   EXPECT_FALSE(models::find_architecture("u2pp_conformer")->detect(dir.path()));
 
-  quant::QuantizationConfig int8;
-  int8.scheme = "int8_w8a8";
+  const quant::QuantizationConfig int8 = quant::QuantizationConfig::parse({.scheme = "int8_w8a8"});
   const models::MaterializedModel online = found.materialize(dir.path(), int8, {});
   const quant::QuantizationInfo info = quant::quantization_info(*online.model, online.spec);
   ASSERT_EQ(info.quantized_layers(), 1) << info.summary();
@@ -300,7 +344,7 @@ TEST(ArchitectureRegistry, ConvertLayoutsComeFromTheRegistry) {
   std::ofstream(wenet.path() / "train.yaml") << "encoder: conformer\n";
   std::ofstream(wenet.path() / "model.bin") << "x";  // train.yaml wins: WeNet
   EXPECT_EQ(models::source_layout_for(wenet.path()).from, "wenet");
-  EXPECT_EQ(models::source_layout_for("/nonexistent-ckpt-dir").from, "wenet");
+  EXPECT_THROW(models::source_layout_for("/nonexistent-ckpt-dir"), Error);
 
   const testing::TempDir upstream;
   std::ofstream(upstream.path() / kExtraLayoutMarker) << "weights";
@@ -364,11 +408,10 @@ TEST(ArchitectureRegistry, AnExtraGemmLanePlugsInFromTheTestAlone) {
   const testing::TempDir dir;
   write_extra_dir(dir.path(), kExtraName);
   const models::Architecture& found = models::architecture_for(dir.path());
-  quant::QuantizationConfig int8;
-  int8.scheme = "int8_w8a8";
-  models::MaterializeOptions counted_options;
+  const quant::QuantizationConfig int8 = quant::QuantizationConfig::parse({.scheme = "int8_w8a8"});
+  engine::MaterializeOptions counted_options;
   counted_options.scaled_mm_backend = kLane;
-  models::MaterializeOptions reference_options;
+  engine::MaterializeOptions reference_options;
   reference_options.scaled_mm_backend = "cpu_reference";
   const models::MaterializedModel counted = found.materialize(dir.path(), int8, counted_options);
   const models::MaterializedModel reference =
@@ -386,8 +429,7 @@ TEST(ArchitectureRegistry, AnExtraGemmLanePlugsInFromTheTestAlone) {
   EXPECT_EQ(std::memcmp(y.data<float>(), y_reference.data<float>(), sizeof(float) * y.numel()), 0);
 
   // The fp8 format is not served by the lane: naming it for fp8 is refused.
-  quant::QuantizationConfig fp8;
-  fp8.scheme = "fp8_w8a8";
+  const quant::QuantizationConfig fp8 = quant::QuantizationConfig::parse({.scheme = "fp8_w8a8"});
   EXPECT_THROW(found.materialize(dir.path(), fp8, counted_options), Error);
 }
 
@@ -398,11 +440,11 @@ TEST(ArchitectureRegistry, ASREngineServesTheExtraArchitectureThroughItsRecogniz
   const testing::TempDir dir;
   engine::EngineConfig config;
   config.ckpt_dir = write_extra_dir(dir.path(), kExtraName);
-  config.quantization.scheme = "int8_w8a8";
+  config.quantization = quant::QuantizationConfig::parse({.scheme = "int8_w8a8"});
   const engine::ASREngine engine(config);
   EXPECT_EQ(engine.architecture().name, kExtraName);
   EXPECT_EQ(engine.sample_rate(), 8000);
-  EXPECT_EQ(engine.decode_options().method, "ctc_greedy_search");
+  EXPECT_EQ(engine.decode_options().find<std::string>("decode_method"), "ctc_greedy_search");
   ASSERT_EQ(engine.quantization_info().quantized_layers(), 1);
   EXPECT_EQ(engine.quantization_info().layers[0].path, "ctc_lo");
 
@@ -422,12 +464,12 @@ TEST(ArchitectureRegistry, ASREngineServesTheExtraArchitectureThroughItsRecogniz
   EXPECT_EQ(quantized[0].text, reference[0].text);
 
   engine::DecodeOverrides beam;
-  beam.beam_size = 4;
+  beam.set("beam_size", int64_t{4});
   EXPECT_THROW(engine.transcribe({samples}, beam), Error);
   // The registry says which architectures take a method, for messages.
-  EXPECT_EQ(engine::architectures_taking("ctc_greedy_search"), "U2++, CTC linear (test)");
-  EXPECT_EQ(engine::architectures_taking("beam_search"), "Whisper");
-  EXPECT_EQ(engine::architectures_taking("viterbi"), "");
+  EXPECT_EQ(models::architectures_taking("ctc_greedy_search"), "U2++, CTC linear (test)");
+  EXPECT_EQ(models::architectures_taking("beam_search"), "Whisper");
+  EXPECT_EQ(models::architectures_taking("viterbi"), "");
   try {
     engine.start_session();
     FAIL() << "a non-streaming architecture started a session";
@@ -486,30 +528,21 @@ TEST(ArchitectureRegistry, ABatchFailureIsAttributedToItsUtterance) {
 
   // A bad override still refuses the whole call; so does a label count.
   engine::DecodeOverrides beam;
-  beam.beam_size = 4;
+  beam.set("beam_size", int64_t{4});
   EXPECT_THROW(engine.transcribe_each(good, {"a.wav", "c.wav"}, beam), Error);
   EXPECT_THROW(engine.transcribe_each(good, {"a.wav"}), Error);
 }
 
-// An architecture without a recognizer is refused by ASREngine by name;
-// oasr quantize refuses what it does not serve by the registry's name.
+// A descriptor without a recognizer is refused at registration; oasr
+// quantize refuses what it does not serve by the registry's name.
 TEST(ArchitectureRegistry, FrontEndsRefuseWhatTheyDoNotServeByName) {
   register_extra_once();
-  const testing::TempDir bare;
-  engine::EngineConfig config;
-  config.ckpt_dir = write_extra_dir(bare.path(), kNoRecognizerName);
-  config.device = "cpu";
-  try {
-    engine::ASREngine engine(config);
-    FAIL() << "ASREngine accepted an architecture it has no recognizer for";
-  } catch (const Error& e) {
-    EXPECT_EQ(e.code(), ErrorCode::kUnsupported);
-    EXPECT_NE(std::string(e.what()).find("is a bare (test) model (architecture "
-                                         "'registry_test_no_recognizer'), and no recognizer is "
-                                         "registered for it"),
-              std::string::npos)
-        << e.what();
-  }
+  models::Architecture bare = *models::find_architecture(kExtraName);
+  bare.name = "registry_test_no_recognizer";
+  bare.make_recognizer = nullptr;
+  bare.source_layouts.clear();
+  EXPECT_THROW(models::register_architecture(std::move(bare)), Error);
+  EXPECT_EQ(models::find_architecture("registry_test_no_recognizer"), nullptr);
 
   // oasr quantize refuses, by the architecture's display name, one that
   // declares no open_for_quantization (both built-ins declare one).

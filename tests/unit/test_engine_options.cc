@@ -4,11 +4,13 @@
 #include <gtest/gtest.h>
 #include <nlohmann/json.hpp>
 
+#include <cmath>
 #include <string>
 #include <vector>
 
 #include "core/error.h"
 #include "engine/engine_options.h"
+#include "models/architecture.h"
 
 namespace oasr {
 namespace {
@@ -50,16 +52,18 @@ TEST(EngineOptions, KeyValuePairsFillTheConfigAndOnlyWhatIsGiven) {
   EXPECT_EQ(config.dtype, "bfloat16");
   EXPECT_EQ(config.max_batch_size, 16);
   EXPECT_EQ(config.threads, 2);
-  EXPECT_EQ(config.decode.method, "ctc_prefix_beam_search");
-  EXPECT_EQ(config.decode.beam_size, 4);
-  EXPECT_EQ(config.decode.chunk_size, -1);
-  EXPECT_FALSE(config.decode.ctc_weight.has_value());
-  EXPECT_FALSE(config.decode.left_chunks.has_value());
-  EXPECT_FALSE(config.decode.length_penalty.has_value());
-  EXPECT_EQ(config.quantization.scheme, "int8_w8a8");
-  EXPECT_EQ(config.quantization.ignore,
+  // decoding_method is decode_method's alias; values take the declared kinds.
+  EXPECT_EQ(config.decode.find<std::string>("decode_method"), "ctc_prefix_beam_search");
+  EXPECT_EQ(config.decode.find<int64_t>("beam_size"), 4);
+  EXPECT_EQ(config.decode.find<int64_t>("chunk_size"), -1);
+  EXPECT_FALSE(config.decode.has("ctc_weight"));
+  EXPECT_FALSE(config.decode.has("left_chunks"));
+  EXPECT_FALSE(config.decode.has("length_penalty"));
+  EXPECT_EQ(config.decode.items().size(), 3u);
+  EXPECT_EQ(config.quantization.scheme(), "int8_w8a8");
+  EXPECT_EQ(config.quantization.ignore(),
             (std::vector<std::string>{"encoder.encoders.0.*", "ctc.*"}));
-  EXPECT_EQ(config.quantization.kv_cache, "fp8_e4m3");
+  EXPECT_EQ(config.quantization.kv_cache(), "fp8_e4m3");
 
   const engine::EngineConfig defaults = engine::engine_config_from_options({{"ckpt_dir", "d"}});
   EXPECT_EQ(defaults.device, "cpu");
@@ -86,17 +90,18 @@ TEST(EngineOptions, JsonGivesWhatTheSamePairsGive) {
                                           {"quantization", "fp8_w8a8"},
                                           {"quantization_option", "ignore=ctc.*"}});
   EXPECT_EQ(from_json.dump(), from_pairs.dump());
-  EXPECT_EQ(from_json.decode.ctc_weight, 0.25);
-  EXPECT_EQ(from_json.decode.reverse_weight, 0.5);
-  EXPECT_EQ(from_json.decode.method, "attention_rescoring");
-  EXPECT_EQ(from_json.quantization.ignore, std::vector<std::string>{"ctc.*"});
+  EXPECT_EQ(from_json.decode, from_pairs.decode);
+  EXPECT_EQ(from_json.decode.find<double>("ctc_weight"), 0.25);
+  EXPECT_EQ(from_json.decode.find<double>("reverse_weight"), 0.5);
+  EXPECT_EQ(from_json.decode.find<std::string>("decode_method"), "attention_rescoring");
+  EXPECT_EQ(from_json.quantization.ignore(), std::vector<std::string>{"ctc.*"});
 
   // The spec's dict form of quantization.
   const engine::EngineConfig dict = engine::engine_config_from_json(
       {{"ckpt_dir", "d"},
        {"quantization", {{"scheme", "int8_w8a8"}, {"ignore", "encoder.encoders.0.*"}}}});
-  EXPECT_EQ(dict.quantization.scheme, "int8_w8a8");
-  EXPECT_EQ(dict.quantization.ignore, std::vector<std::string>{"encoder.encoders.0.*"});
+  EXPECT_EQ(dict.quantization.scheme(), "int8_w8a8");
+  EXPECT_EQ(dict.quantization.ignore(), std::vector<std::string>{"encoder.encoders.0.*"});
 }
 
 TEST(EngineOptions, BadKeysAndValuesAreRefusedByName) {
@@ -108,11 +113,11 @@ TEST(EngineOptions, BadKeysAndValuesAreRefusedByName) {
   expect_contains(refusal(pairs({{"beam_size", "4"}, {"beam_size", "5"}})),
                   {"beam_size (--beam-size) is given more than once"});
   expect_contains(refusal(pairs({{"beam_size", "abc"}})),
-                  {"beam_size (--beam-size) takes an integer, got 'abc'"});
+                  {"beam_size (--beam-size) takes an integer in [1, 128], got 'abc'"});
   expect_contains(refusal(pairs({{"beam_size", "3.5"}})), {"beam_size", "got '3.5'"});
   expect_contains(refusal(pairs({{"max_batch_size", ""}})), {"max_batch_size", "got ''"});
   expect_contains(refusal(pairs({{"ctc_weight", "0.3x"}})),
-                  {"ctc_weight (--ctc-weight) takes a number, got '0.3x'"});
+                  {"ctc_weight (--ctc-weight) takes a finite number >= 0, got '0.3x'"});
   expect_contains(refusal(pairs({{"length_penalty", "1e999"}})), {"length_penalty", "1e999"});
   expect_contains(refusal(pairs({{"threads", "-1"}})), {"threads (--threads) must be >= 0"});
   expect_contains(refusal(pairs({{"quantization", "int4_w4a16"}})), {"int4_w4a16"});
@@ -123,7 +128,7 @@ TEST(EngineOptions, BadKeysAndValuesAreRefusedByName) {
   expect_contains(refusal([] {
                     engine::engine_config_from_json({{"beam_size", true}});
                   }),
-                  {"option 'beam_size' takes an integer, got true"});
+                  {"option 'beam_size' takes an integer in [1, 128], got true"});
   expect_contains(refusal([] { engine::engine_config_from_json(nlohmann::json::array()); }),
                   {"must be an object"});
   expect_contains(refusal([] {
@@ -136,11 +141,12 @@ TEST(EngineOptions, BadKeysAndValuesAreRefusedByName) {
 TEST(EngineOptions, ARequestTakesDecodeOptionsOnly) {
   const engine::DecodeOverrides request = engine::decode_overrides_from_options(
       {{"decode_method", "beam_search"}, {"beam_size", "3"}, {"length_penalty", "0.8"}});
-  EXPECT_EQ(request.method, "beam_search");
-  EXPECT_EQ(request.beam_size, 3);
-  EXPECT_EQ(request.length_penalty, 0.8);
-  EXPECT_FALSE(request.chunk_size.has_value());
-  EXPECT_EQ(engine::decode_overrides_from_json({{"chunk_size", 16}}).chunk_size, 16);
+  EXPECT_EQ(request.find<std::string>("decode_method"), "beam_search");
+  EXPECT_EQ(request.find<int64_t>("beam_size"), 3);
+  EXPECT_EQ(request.find<double>("length_penalty"), 0.8);
+  EXPECT_FALSE(request.has("chunk_size"));
+  EXPECT_EQ(engine::decode_overrides_from_json({{"chunk_size", 16}}).find<int64_t>("chunk_size"),
+            16);
   expect_contains(
       refusal([] {
         engine::decode_overrides_from_options({{"device", "cuda"}});
@@ -152,6 +158,9 @@ TEST(EngineOptions, ARequestTakesDecodeOptionsOnly) {
                   {"'quantization' is fixed when the engine is built"});
 }
 
+// The decode keys are every registered architecture's declarations, in
+// registration order (U2++'s, then Whisper's new ones), between the engine
+// keys and quantization.
 TEST(EngineOptions, KeysAreTheFlagsWithoutDashes) {
   const std::vector<std::string> keys = engine::engine_option_keys();
   EXPECT_EQ(keys, (std::vector<std::string>{"ckpt_dir",
@@ -186,18 +195,19 @@ TEST(EngineOptions, LongFormAndFallbackKeys) {
                                              {"compression_ratio_threshold", "2.0"},
                                              {"logprob_threshold", "-0.5"},
                                              {"no_speech_threshold", "0.7"}});
-  EXPECT_EQ(pairs.long_form, "windows");
-  EXPECT_EQ(pairs.temperatures, (std::vector<double>{0.0, 0.2, 0.5}));
-  EXPECT_EQ(pairs.compression_ratio_threshold, 2.0);
-  EXPECT_EQ(pairs.logprob_threshold, -0.5);
-  EXPECT_EQ(pairs.no_speech_threshold, 0.7);
+  EXPECT_EQ(pairs.find<std::string>("long_form"), "windows");
+  EXPECT_EQ(pairs.find<std::vector<double>>("temperatures"), (std::vector<double>{0.0, 0.2, 0.5}));
+  EXPECT_EQ(pairs.find<double>("compression_ratio_threshold"), 2.0);
+  EXPECT_EQ(pairs.find<double>("logprob_threshold"), -0.5);
+  EXPECT_EQ(pairs.find<double>("no_speech_threshold"), 0.7);
   const engine::DecodeOverrides from_json = engine::decode_overrides_from_json(
       nlohmann::json{{"temperatures", {0, 0.4, 1}}, {"long_form", "sequential"}});
-  EXPECT_EQ(from_json.temperatures, (std::vector<double>{0.0, 0.4, 1.0}));
-  EXPECT_EQ(from_json.long_form, "sequential");
-  EXPECT_EQ(
-      engine::decode_overrides_from_json(nlohmann::json{{"temperatures", "0.1"}}).temperatures,
-      (std::vector<double>{0.1}));
+  EXPECT_EQ(from_json.find<std::vector<double>>("temperatures"),
+            (std::vector<double>{0.0, 0.4, 1.0}));
+  EXPECT_EQ(from_json.find<std::string>("long_form"), "sequential");
+  EXPECT_EQ(engine::decode_overrides_from_json(nlohmann::json{{"temperatures", "0.1"}})
+                .find<std::vector<double>>("temperatures"),
+            (std::vector<double>{0.1}));
   expect_contains(refusal([] {
                     engine::decode_overrides_from_options({{"temperatures", "0,,0.2"}});
                   }),
@@ -211,18 +221,51 @@ TEST(EngineOptions, LongFormAndFallbackKeys) {
                     engine::decode_overrides_from_options({{"logprob_threshold", "low"}});
                   }),
                   {"logprob_threshold (--logprob-threshold)", "'low'"});
-  // Ranges: checked when resolved into DecodeOptions.
-  engine::DecodeOptions d;
-  d.long_form = "chunks";
-  expect_contains(refusal([&] { d.validate(); }), {"long_form (--long-form)", "chunks"});
-  d.long_form = "sequential";
-  d.temperatures = {0.0, -0.2};
-  expect_contains(refusal([&] { d.validate(); }), {"temperatures (--temperatures)", "value 2"});
-  d.temperatures = {};
-  expect_contains(refusal([&] { d.validate(); }), {"temperatures", "at least one"});
-  d.temperatures = {0.0};
-  d.no_speech_threshold = 1.5;
-  expect_contains(refusal([&] { d.validate(); }), {"no_speech_threshold", "[0, 1]"});
+  // Ranges and choices: the declaration's, checked against the loaded
+  // architecture when the options are resolved.
+  const auto check = [](const char* key, engine::DecodeValue value) {
+    return [key, value] {
+      engine::check_decode_value(*models::find_declared_decode_option(key), value);
+    };
+  };
+  expect_contains(refusal(check("long_form", std::string("chunks"))),
+                  {"long_form (--long-form) must be sequential or windows, got 'chunks'"});
+  expect_contains(refusal(check("temperatures", std::vector<double>{0.0, -0.2})),
+                  {"temperatures (--temperatures): value 2 must be a number in [0, 10]"});
+  expect_contains(refusal(check("temperatures", std::vector<double>{})),
+                  {"temperatures", "at least one"});
+  expect_contains(refusal(check("no_speech_threshold", 1.5)), {"no_speech_threshold", "[0, 1]"});
+  expect_contains(refusal(check("beam_size", int64_t{0})),
+                  {"beam_size (--beam-size) must be an integer in [1, 128], got 0"});
+  expect_contains(refusal(check("chunk_size", int64_t{0})),
+                  {"chunk_size (--chunk-size) must be -1 or an integer >= 1, got 0"});
+  expect_contains(refusal(check("length_penalty", std::nan(""))), {"length_penalty", "a finite number"});
+  EXPECT_NO_THROW(check("chunk_size", int64_t{-1})());
+  EXPECT_NO_THROW(check("chunk_size", int64_t{16})());
+}
+
+// A key the loaded architecture does not declare is refused naming the
+// architectures that take it; a value outside its range naming the range.
+TEST(EngineOptions, TheLoadedArchitectureRefusesKeysItDoesNotDeclare) {
+  const models::Architecture& whisper = *models::find_architecture("whisper");
+  const models::Architecture& u2pp = *models::find_architecture("u2pp_conformer");
+  engine::DecodeOverrides chunked;
+  chunked.set("chunk_size", int64_t{16});
+  EXPECT_NO_THROW(models::check_decode_values(u2pp, chunked));
+  expect_contains(refusal([&] { models::check_decode_values(whisper, chunked); }),
+                  {"chunk_size (--chunk-size) is not a Whisper decode option (U2++ checkpoints "
+                   "take it): drop it; this Whisper checkpoint takes decode_method, beam_size, "
+                   "length_penalty, timestamps"});
+  engine::DecodeOverrides beam;
+  beam.set("decode_method", std::string("beam_search"));
+  expect_contains(refusal([&] { models::check_decode_values(u2pp, beam); }),
+                  {"decode method 'beam_search' is not a U2++ method (Whisper checkpoints take "
+                   "it); this U2++ checkpoint takes ctc_greedy_search, ctc_prefix_beam_search or "
+                   "attention_rescoring"});
+  engine::DecodeOverrides wide;
+  wide.set("reverse_weight", 1.5);
+  expect_contains(refusal([&] { models::check_decode_values(u2pp, wide); }),
+                  {"reverse_weight (--reverse-weight) must be a finite number in [0, 1], got 1.5"});
 }
 
 }  // namespace

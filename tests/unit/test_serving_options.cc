@@ -60,7 +60,7 @@ TEST(ServingOptions, CpuServesFloat32Only) {
 // machine's (no GPU), never the request's.
 TEST(ServingOptions, CudaWithQuantizationIsServed) {
   engine::EngineConfig config = config_for("cuda", "float16");
-  config.quantization.scheme = "int8_w8a8";
+  config.quantization = quant::QuantizationConfig::parse({.scheme = "int8_w8a8"});
   const std::string message = refusal(config);
   if (cuda_available()) {
     EXPECT_EQ(message, "");

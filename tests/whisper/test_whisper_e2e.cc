@@ -368,7 +368,7 @@ TEST(WhisperE2E, EngineServesWhisperAndRefusesU2ppMembers) {
   const engine::ASREngine engine(config_for(cases, ""));
   EXPECT_EQ(engine.architecture().name, "whisper");
   EXPECT_EQ(engine.sample_rate(), 16000);
-  EXPECT_EQ(engine.decode_options().method, "greedy_search");
+  EXPECT_EQ(engine.decode_options().find<std::string>("decode_method"), "greedy_search");
   EXPECT_FALSE(engine.quantization_info().enabled());
   const json& u = cases.at("utterances")[0];
   const auto results = engine.transcribe_files({u.at("wav16").get<std::string>()});
@@ -460,22 +460,23 @@ TEST(WhisperE2E, DecodeOptionsPerRequest) {
   const json& u = cases.at("utterances")[0];
   const std::string wav = u.at("wav16").get<std::string>();
   engine::DecodeOverrides beam;
-  beam.method = "beam_search";
-  beam.beam_size = 5;
+  beam.set("decode_method", std::string("beam_search"));
+  beam.set("beam_size", int64_t{5});
   const auto beamed = engine.transcribe_files({wav}, beam);
   ASSERT_EQ(beamed.size(), 1u);
   EXPECT_EQ(beamed[0].text, u.at("beam5").at("text").get<std::string>());
   EXPECT_EQ(beamed[0].tokens, u.at("beam5").at("tokens").get<std::vector<int64_t>>());
-  EXPECT_EQ(engine.decode_options().method, "greedy_search");
+  EXPECT_EQ(engine.decode_options().find<std::string>("decode_method"), "greedy_search");
   EXPECT_EQ(engine.transcribe_files({wav})[0].text, u.at("greedy").at("text").get<std::string>());
   engine::DecodeOverrides u2pp_knob;
-  u2pp_knob.chunk_size = 16;
+  u2pp_knob.set("chunk_size", int64_t{16});
   try {
     engine.transcribe_files({wav}, u2pp_knob);
     FAIL() << "a Whisper request took --chunk-size";
   } catch (const Error& e) {
     EXPECT_EQ(e.code(), ErrorCode::kInvalidArgument);
-    EXPECT_NE(std::string(e.what()).find("chunk_size (--chunk-size) applies to U2++"),
+    EXPECT_NE(std::string(e.what()).find("chunk_size (--chunk-size) is not a Whisper decode option (U2++ "
+                                         "checkpoints take it): drop it"),
               std::string::npos)
         << e.what();
   }
@@ -511,7 +512,7 @@ TEST(WhisperE2E, Int8OnlineQuantizationServesAndReports) {
 TEST(WhisperE2E, Fp8KvCacheServesAndReports) {
   CASES_OR_SKIP(cases);
   engine::EngineConfig config = config_for(cases, "");
-  config.quantization.kv_cache = "fp8_e4m3";
+  config.quantization = quant::QuantizationConfig::parse({.kv_cache = "fp8_e4m3"});
   const engine::ASREngine engine(config);
   EXPECT_EQ(engine.quantization_info().kv_cache, "fp8_e4m3");
   const std::vector<std::string> files = files_of(cases, "wav16");

@@ -124,7 +124,7 @@ TEST_P(WhisperModelTinyEnCuda, LogitsOfTheFirstStepsMatchTransformers) {
                  << c.at("reason").get<std::string>();
   }
   const models::WhisperSource source = models::load_whisper_dir(c.at("dir").get<std::string>());
-  models::MaterializeOptions options;
+  engine::MaterializeOptions options;
   options.dtype = dtype;
   options.device = Device::cuda(0);
   const models::MaterializedWhisper m = models::materialize_whisper_model(source, {}, options);

@@ -13,9 +13,9 @@
 #include "layers/module.h"
 #include "layers/quantizable.h"
 #include "models/whisper/whisper_materialize.h"
-#include "quant/algorithms/smoothquant.h"
-#include "quant/apply.h"
-#include "quant/apply_links.h"
+#include "quantize/smoothquant.h"
+#include "quantize/apply.h"
+#include "quantize/apply_links.h"
 #include "quant/calibration/observers.h"
 #include "random_whisper_model.h"
 
@@ -155,8 +155,7 @@ TEST(WhisperQuantizationLayout, SmoothQuantFoldsKeepTheFunction) {
 TEST(WhisperQuantizationLayout, LinksArmTheDeclaredNorms) {
   const WhisperConfig config = small_config();
   auto model = random_model(config);
-  quant::QuantizationConfig online;
-  online.scheme = "int8_w8a8";
+  const quant::QuantizationConfig online = quant::QuantizationConfig::parse({.scheme = "int8_w8a8"});
   quant::SpecOptions options;
   options.online = true;
   const quant::QuantLayout layout = whisper_quantization_layout(config);

@@ -2,7 +2,7 @@
 
 #include "core/error.h"
 #include "models/u2pp/native_checkpoint.h"
-#include "quant/apply_links.h"
+#include "quantize/apply_links.h"
 
 namespace oasr::models {
 
@@ -124,40 +124,11 @@ quant::QuantLayout u2pp_quantization_layout(const U2ppConfig& config) {
 MaterializedU2pp materialize_u2pp_model(const ModelSource& source,
                                         const quant::QuantizationConfig& quantization,
                                         const MaterializeOptions& options) {
-  OASR_CHECK(source.weights != nullptr, kInvalidArgument, "load: the source from ",
-             source.dir.string(), " holds no weights");
-  quantization.validate();
-  const quant::QuantLayout layout = u2pp_quantization_layout(source.config.model);
   MaterializedU2pp out;
   out.model = std::make_unique<U2ppModel>(source.config.model);
-  U2ppModel& model = *out.model;
-  if (!source.quantization.is_null()) {
-    const std::string what = (source.dir / kNativeConfigName).string();
-    const quant::QuantizationSpec checkpoint_spec =
-        quant::QuantizationSpec::from_json(source.quantization, what);
-    out.spec = quant::resolve_checkpoint_spec(checkpoint_spec, quantization, source.dir.string());
-    OASR_CHECK(out.spec.kv_cache.empty() || layout.has_ar_kv_cache, kUnsupported,
-               "kv_cache=", out.spec.kv_cache, ": the ", layout.architecture,
-               " has no autoregressive decoder KV cache to store in fp8; drop kv_cache");
-    quant::prepare_quantized_slots(model, out.spec);
-    model.load(*source.weights);
-  } else {
-    quant::SpecOptions spec_options;
-    spec_options.online = true;
-    spec_options.recipe = options.recipe;
-    out.spec = quant::spec_from_config(quantization, model, layout, spec_options);
-    model.load(*source.weights);
-    quant::quantize_model_online(model, out.spec);
-  }
-  model.to(options.dtype);
-  model.to(options.device);
-  if (options.bind) {
-    quant::BindOptions bind;
-    bind.device = options.device;
-    bind.backend = options.scaled_mm_backend;
-    quant::bind_quantization(model, bind);
-    quant::link_quantization(model, layout);
-  }
+  out.spec = load_model(*out.model, u2pp_quantization_layout(source.config.model),
+                        {source.weights.get(), source.quantization, source.dir}, quantization,
+                        options);
   return out;
 }
 

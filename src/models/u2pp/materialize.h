@@ -1,22 +1,16 @@
-// The one load sequence (spec "Load order") for every entry point -- the
-// engine, oasr convert, oasr quantize:
-//   1. build the model from the checkpoint's config;
-//   2a. a quantized native checkpoint (format_version 2): its spec is
-//       authoritative (a request may only repeat its scheme); each quantized
-//       layer's slots are created before the strict, dtype-checked load;
-//   2b. otherwise the full-precision weights load, then each layer the
-//       requested spec selects quantizes its own weight on the host (online);
-//   3. the dtype cast (quantized tensors keep theirs), the device move, and
-//      lane binding: each quantized layer picks its kernel once.
+// U2++'s quantization layout and its materialize(): the model built from
+// the checkpoint's config, then the shared load sequence
+// (models/load_sequence.h) for every entry point -- the engine, oasr
+// convert, oasr quantize.
 #pragma once
 
 #include <memory>
 #include <string>
 
-#include "models/materialize_options.h"
+#include "models/load_sequence.h"
 #include "models/u2pp/model_source.h"
 #include "models/u2pp/u2pp_model.h"
-#include "quant/apply.h"
+#include "quantize/apply.h"
 #include "quant/spec.h"
 
 namespace oasr::models {

@@ -16,6 +16,7 @@
 #include <sstream>
 
 #include "core/error.h"
+#include "io/posix_file.h"
 #include "io/json_file.h"
 #include "io/safetensors.h"
 #include "io/staged_directory.h"
@@ -269,38 +270,11 @@ NativeConfig parse_native(const json& document, const std::string& what) {
 
 // ---- files --------------------------------------------------------------------
 
-void write_file_synced(const fs::path& path, const std::string& bytes) {
-  const int fd = ::open(path.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0644);
-  OASR_CHECK(fd >= 0, kIo, path.string(), ": cannot create: ", std::strerror(errno));
-  size_t done = 0;
-  while (done < bytes.size()) {
-    const ssize_t wrote = ::write(fd, bytes.data() + done, bytes.size() - done);
-    if (wrote < 0 && errno == EINTR) continue;
-    if (wrote <= 0) {
-      const int saved = errno;
-      ::close(fd);
-      OASR_THROW(kIo, path.string(), ": write failed: ", std::strerror(saved));
-    }
-    done += static_cast<size_t>(wrote);
-  }
-  const bool synced = ::fsync(fd) == 0;
-  const int saved = errno;
-  ::close(fd);
-  OASR_CHECK(synced, kIo, path.string(), ": fsync failed: ", std::strerror(saved));
-}
-
-std::string read_binary(const fs::path& path) {
-  std::ifstream in(path, std::ios::binary);
-  OASR_CHECK(in.good(), kIo, path.string(), ": cannot open for reading");
-  std::ostringstream bytes;
-  bytes << in.rdbuf();
-  return bytes.str();
-}
 
 // The files of the checkpoint, written into `dir`.
 void write_contents(const ModelSource& source, const fs::path& dir,
                     const NativeWriteOptions& options) {
-  write_file_synced(dir / kNativeConfigName, native_config_json(source).dump(2) + "\n");
+  io::write_file_synced(dir / kNativeConfigName, native_config_json(source).dump(2) + "\n");
   std::vector<std::pair<std::string, Tensor>> tensors;
   for (const std::string& name : source.weights->names()) {
     Tensor tensor = source.weights->get(name);
@@ -326,16 +300,16 @@ void write_contents(const ModelSource& source, const fs::path& dir,
   for (size_t id = 0; id < source.units.size(); ++id) {
     units += source.units[id] + " " + std::to_string(id) + "\n";
   }
-  write_file_synced(dir / kNativeUnitsName, units);
+  io::write_file_synced(dir / kNativeUnitsName, units);
   if (source.config.tokenizer.type == TokenizerType::kBpe) {
-    write_file_synced(dir / kNativeBpeModelName, read_binary(source.bpe_model));
+    io::write_file_synced(dir / kNativeBpeModelName, io::read_file_bytes(source.bpe_model));
   }
   for (const auto& [name, contents] : options.extra_files) {
     OASR_CHECK(!name.empty() && name.find('/') == std::string::npos && name != kNativeConfigName &&
                    name != kNativeWeightsName,
                kInvalidArgument, "save_native_checkpoint: extra file name '", name,
                "' must be a plain file name other than the checkpoint's own files");
-    write_file_synced(dir / name, contents);
+    io::write_file_synced(dir / name, contents);
   }
   io::sync_directory(dir);
 }

@@ -10,6 +10,7 @@
 #include "models/architecture.h"
 #include "models/u2pp/materialize.h"
 #include "models/u2pp/native_checkpoint.h"
+#include "models/u2pp/u2pp_recognizer.h"
 
 namespace oasr::models {
 namespace {
@@ -20,16 +21,23 @@ bool native_config_names_u2pp(const fs::path& dir) {
   std::ifstream in(dir / kNativeConfigName);
   if (!in) return false;
   const nlohmann::json config = nlohmann::json::parse(in, nullptr, /*allow_exceptions=*/false);
-  return config.is_object() && config.value("architecture", "") == kU2ppArchitectureName;
+  if (!config.is_object()) return false;
+  const auto named = config.find("architecture");
+  return named != config.end() && named->is_string() && *named == kU2ppArchitectureName;
+}
+
+// A WeNet experiment directory (train.yaml) or a .pt file inside one.
+bool looks_like_wenet(const fs::path& path) {
+  std::error_code error;
+  if (fs::is_directory(path, error)) {
+    return !looks_like_native_dir(path) && fs::is_regular_file(path / "train.yaml", error);
+  }
+  return path.extension() == ".pt" && fs::is_regular_file(path, error);
 }
 
 bool detect_u2pp(const fs::path& path) {
-  std::error_code error;
-  if (fs::is_directory(path, error)) {
-    if (looks_like_native_dir(path)) return native_config_names_u2pp(path);
-    return fs::is_regular_file(path / "train.yaml", error);
-  }
-  return path.extension() == ".pt" && fs::is_regular_file(path, error);
+  if (looks_like_native_dir(path)) return native_config_names_u2pp(path);
+  return looks_like_wenet(path);
 }
 
 // `oasr convert` of a WeNet or native directory: a native v1 (or, for a
@@ -63,7 +71,7 @@ SourceLayout native_layout() {
   SourceLayout layout;
   layout.from = "native";
   layout.description = "an oasr U2++ directory";
-  layout.detect = [](const fs::path& path) { return looks_like_native_dir(path); };
+  layout.detect = [](const fs::path& path) { return native_config_names_u2pp(path); };
   layout.convert = [](const ConvertRequest& request) {
     OASR_CHECK(looks_like_native_dir(request.source), kInvalidArgument,
                "--from native: ", request.source.string(), " has no ", kNativeConfigName);
@@ -72,13 +80,11 @@ SourceLayout native_layout() {
   return layout;
 }
 
-// Last in detection order: whatever no other layout takes is read as WeNet,
-// whose loader names what is missing.
 SourceLayout wenet_layout() {
   SourceLayout layout;
   layout.from = "wenet";
   layout.description = "a WeNet experiment directory or a .pt inside one";
-  layout.detect = [](const fs::path& path) { return !looks_like_native_dir(path); };
+  layout.detect = looks_like_wenet;
   layout.convert = [](const ConvertRequest& request) {
     OASR_CHECK(!looks_like_native_dir(request.source), kInvalidArgument,
                "--from wenet: ", request.source.string(), " is an oasr native directory (it holds ",
@@ -157,6 +163,11 @@ Architecture u2pp_architecture() {
   architecture.name = kU2ppArchitectureName;
   architecture.display_name = "U2++";
   architecture.detect = detect_u2pp;
+  architecture.looks_for = std::string("an oasr directory whose ") + kNativeConfigName +
+                           " names " + kU2ppArchitectureName +
+                           ", a WeNet experiment directory (train.yaml) or a .pt file inside one";
+  architecture.make_recognizer = engine::u2pp_recognizer_factory();
+  architecture.decode_options = engine::u2pp_decode_options();
   architecture.materialize = [](const fs::path& path, const quant::QuantizationConfig& quantization,
                                 const MaterializeOptions& options) {
     MaterializedU2pp loaded =

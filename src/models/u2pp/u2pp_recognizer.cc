@@ -9,10 +9,11 @@
 #include "core/error.h"
 #include "decode/attention_rescoring.h"
 #include "decode/ctc_alignment.h"
+#include "models/architecture.h"
 #include "models/u2pp/materialize.h"
 #include "models/u2pp/native_checkpoint.h"
 #include "ops/cpu_threads.h"
-#include "quant/apply_links.h"
+#include "quantize/apply_links.h"
 
 namespace oasr::engine {
 
@@ -61,7 +62,7 @@ Tensor concat_frames(const std::vector<Tensor>& chunks, int64_t dim) {
 
 // The best CTC hypothesis of `log_probs` [T, V]: greedy for
 // ctc_greedy_search, else the prefix beam search's first.
-Transcript best_ctc_path(const Tensor& log_probs, const DecodeOptions& options, int64_t blank) {
+Transcript best_ctc_path(const Tensor& log_probs, const U2ppDecode& options, int64_t blank) {
   Transcript t;
   if (options.method == kCtcGreedy) {
     t.tokens = decode::ctc_greedy_search(log_probs, blank);
@@ -99,6 +100,71 @@ void for_each_row(int64_t count, const std::function<void(int64_t)>& task) {
 
 }  // namespace
 
+std::vector<DecodeOptionSpec> u2pp_decode_options() {
+  std::vector<DecodeOptionSpec> specs;
+  DecodeOptionSpec method;
+  method.key = kDecodeMethodKey;
+  method.kind = DecodeValueKind::kText;
+  method.help = "the search: CTC greedy, CTC prefix beam, or the prefix beam's n-best rescored "
+                "by the attention decoder";
+  method.default_text = "the checkpoint's (attention_rescoring)";
+  method.choices = {kCtcGreedy, kCtcPrefixBeam, kRescoring};
+  method.aliases = {"decoding_method"};
+  specs.push_back(method);
+  specs.push_back({.key = "beam_size",
+                   .kind = DecodeValueKind::kInteger,
+                   .help = "prefix beam size",
+                   .default_text = "the checkpoint's (10)",
+                   .min = 1,
+                   .max = static_cast<double>(kMaxBeamSize)});
+  specs.push_back({.key = "ctc_weight",
+                   .kind = DecodeValueKind::kNumber,
+                   .help = "weight of the CTC score in attention rescoring",
+                   .default_text = "the checkpoint's (0)",
+                   .min = 0.0});
+  specs.push_back({.key = "reverse_weight",
+                   .kind = DecodeValueKind::kNumber,
+                   .help = "share of the right-to-left decoder in attention rescoring",
+                   .default_text = "the checkpoint's (0)",
+                   .min = 0.0,
+                   .max = 1.0});
+  specs.push_back({.key = "chunk_size",
+                   .kind = DecodeValueKind::kInteger,
+                   .help = "decode chunk by chunk with this many encoder frames per chunk "
+                           "(-1: offline)",
+                   .default_text = "-1",
+                   .min = 1,
+                   .special = {-1.0}});
+  specs.push_back({.key = "left_chunks",
+                   .kind = DecodeValueKind::kInteger,
+                   .help = "chunks of history kept in the attention cache (-1: all)",
+                   .default_text = "-1",
+                   .min = -1});
+  return specs;
+}
+
+U2ppDecode U2ppDecode::from(const DecodeOptions& options) {
+  U2ppDecode d;
+  d.method = options.get<std::string>(kDecodeMethodKey);
+  d.beam_size = options.get<int64_t>("beam_size");
+  d.ctc_weight = options.get<double>("ctc_weight");
+  d.reverse_weight = options.get<double>("reverse_weight");
+  d.chunk_size = options.get<int64_t>("chunk_size");
+  d.left_chunks = options.get<int64_t>("left_chunks");
+  return d;
+}
+
+DecodeOptions U2ppDecode::values() const {
+  DecodeOptions out;
+  out.set(kDecodeMethodKey, method);
+  out.set("beam_size", beam_size);
+  out.set("ctc_weight", ctc_weight);
+  out.set("reverse_weight", reverse_weight);
+  out.set("chunk_size", chunk_size);
+  out.set("left_chunks", left_chunks);
+  return out;
+}
+
 RecognizerFactory u2pp_recognizer_factory() {
   return [](const EngineConfig& config) { return std::make_unique<U2ppRecognizer>(config); };
 }
@@ -127,57 +193,46 @@ int U2ppRecognizer::sample_rate() const {
 }
 
 DecodeOptions U2ppRecognizer::resolve_decode(const DecodeOverrides& o) const {
-  const DecodeOptions d = resolve_knobs(o);
+  const U2ppDecode d = resolve_knobs(o);
   OASR_CHECK(d.method != kRescoring || d.reverse_weight == 0.0 || model_->has_right_decoder(),
              kInvalidArgument, "reverse_weight ", d.reverse_weight,
              " needs a bidirectional decoder, and ", ckpt_dir_.string(),
              " has a left-to-right one only; use --reverse-weight 0");
-  return d;
+  return d.values();
 }
 
-DecodeOptions U2ppRecognizer::resolve_knobs(const DecodeOverrides& o) const {
+U2ppDecode U2ppRecognizer::resolve_knobs(const DecodeOverrides& o) const {
   const models::DecodeConfig& defaults = source_.config.decode;
-  DecodeOptions d;
-  d.method = o.method.value_or(defaults.method);
+  U2ppDecode d;
+  d.method = o.find<std::string>(kDecodeMethodKey).value_or(defaults.method);
   if (d.method != kCtcGreedy && d.method != kCtcPrefixBeam && d.method != kRescoring) {
-    const std::string owners = architectures_taking(d.method);
+    const std::string owners = models::architectures_taking(d.method);
     OASR_THROW(kInvalidArgument, "decode method '", d.method, "' is not a U2++ method",
                owners.empty() ? std::string() : " (" + owners + " checkpoints take it)",
                "; this U2++ checkpoint takes ", kMethods);
   }
-  OASR_CHECK(!o.timestamps || !*o.timestamps, kInvalidArgument,
-             "timestamps (--timestamps) asks Whisper for timestamp tokens; a U2++ checkpoint "
-             "gives every token's time from its CTC alignment without it: drop it");
-  OASR_CHECK(!o.length_penalty, kInvalidArgument,
-             "length_penalty (--length-penalty) applies to Whisper beam search; a U2++ "
-             "checkpoint does not take it: drop it");
-  for (const auto& [given, name] :
-       {std::pair{o.long_form.has_value(), "long_form (--long-form)"},
-        std::pair{o.temperatures.has_value(), "temperatures (--temperatures)"},
-        std::pair{o.compression_ratio_threshold.has_value(),
-                  "compression_ratio_threshold (--compression-ratio-threshold)"},
-        std::pair{o.logprob_threshold.has_value(), "logprob_threshold (--logprob-threshold)"},
-        std::pair{o.no_speech_threshold.has_value(),
-                  "no_speech_threshold (--no-speech-threshold)"}}) {
-    OASR_CHECK(!given, kInvalidArgument, name,
-               " applies to Whisper's decoding; a U2++ checkpoint does not take it: drop it");
-  }
   // A knob the chosen method does not read is refused, not ignored.
-  OASR_CHECK(!o.beam_size || d.method != kCtcGreedy, kInvalidArgument,
-             "ctc_greedy_search keeps one hypothesis; drop --beam-size ", o.beam_size.value_or(0),
+  OASR_CHECK(!o.has("beam_size") || d.method != kCtcGreedy, kInvalidArgument,
+             "ctc_greedy_search keeps one hypothesis; drop --beam-size ",
+             o.find<int64_t>("beam_size").value_or(0),
              " or use --decode-method ctc_prefix_beam_search|attention_rescoring");
-  for (const auto& [given, flag] : {std::pair{o.ctc_weight.has_value(), "--ctc-weight"},
-                                    std::pair{o.reverse_weight.has_value(), "--reverse-weight"}}) {
+  for (const auto& [given, flag] : {std::pair{o.has("ctc_weight"), "--ctc-weight"},
+                                    std::pair{o.has("reverse_weight"), "--reverse-weight"}}) {
     OASR_CHECK(!given || d.method == kRescoring, kInvalidArgument, flag,
                " weighs the attention rescoring; ", d.method,
                " does not rescore: drop it or use --decode-method attention_rescoring");
   }
-  d.beam_size = o.beam_size.value_or(defaults.beam_size);
-  d.ctc_weight = o.ctc_weight.value_or(defaults.ctc_weight);
-  d.reverse_weight = o.reverse_weight.value_or(defaults.reverse_weight);
-  d.chunk_size = o.chunk_size.value_or(defaults.decoding_chunk_size);
-  d.left_chunks = o.left_chunks.value_or(defaults.num_decoding_left_chunks);
-  d.validate();
+  d.beam_size = o.find<int64_t>("beam_size").value_or(defaults.beam_size);
+  d.ctc_weight = o.find<double>("ctc_weight").value_or(defaults.ctc_weight);
+  d.reverse_weight = o.find<double>("reverse_weight").value_or(defaults.reverse_weight);
+  d.chunk_size = o.find<int64_t>("chunk_size").value_or(defaults.decoding_chunk_size);
+  d.left_chunks = o.find<int64_t>("left_chunks").value_or(defaults.num_decoding_left_chunks);
+  // The checkpoint's defaults are held to the declared ranges too.
+  const std::vector<DecodeOptionSpec> specs = u2pp_decode_options();
+  const DecodeOptions resolved = d.values();
+  for (const auto& [key, value] : resolved.items()) {
+    check_decode_value(*find_decode_spec(specs, key), value);
+  }
   return d;
 }
 
@@ -196,8 +251,9 @@ Tensor U2ppRecognizer::features(std::span<const float> samples) const {
 }
 
 std::vector<Transcript> U2ppRecognizer::transcribe(std::span<const Waveform> utterances,
-                                                   const DecodeOptions& options,
+                                                   const DecodeOptions& resolved,
                                                    int64_t max_batch_size) const {
+  const U2ppDecode options = U2ppDecode::from(resolved);
   // Features of every utterance at once on the CPU pool (a few ms each on
   // one core, the host's largest share of a GPU batch); each utterance's
   // bits do not depend on the thread. The first refused utterance's error
@@ -225,7 +281,7 @@ std::vector<Transcript> U2ppRecognizer::transcribe(std::span<const Waveform> utt
 }
 
 std::vector<Transcript> U2ppRecognizer::transcribe_batch(const std::vector<Tensor>& feats,
-                                                         const DecodeOptions& decode) const {
+                                                         const U2ppDecode& decode) const {
   const int64_t batch = static_cast<int64_t>(feats.size());
   int64_t max_frames = 0;
   for (const Tensor& f : feats) max_frames = std::max(max_frames, f.size(0));
@@ -269,7 +325,7 @@ std::vector<Transcript> U2ppRecognizer::transcribe_batch(const std::vector<Tenso
 }
 
 U2ppRecognizer::CtcSearch U2ppRecognizer::search_ctc(const Tensor& ctc_log_probs,
-                                                     const DecodeOptions& decode) const {
+                                                     const U2ppDecode& decode) const {
   const int64_t blank = model_->config().blank_id;
   CtcSearch searched;
   if (decode.method != kRescoring) {
@@ -284,7 +340,7 @@ U2ppRecognizer::CtcSearch U2ppRecognizer::search_ctc(const Tensor& ctc_log_probs
 }
 
 Transcript U2ppRecognizer::rescore(const CtcSearch& searched, const Tensor& encoder_out,
-                                   const DecodeOptions& decode) const {
+                                   const U2ppDecode& decode) const {
   if (decode.method != kRescoring || searched.nbest.empty()) return searched.best;
   decode::SpecialTokens special = decode::SpecialTokens::wenet_default(model_->config().vocab_size);
   special.blank = model_->config().blank_id;
@@ -322,7 +378,7 @@ void U2ppRecognizer::finish(Transcript& t, const Tensor& ctc_log_probs) const {
 }
 
 Transcript U2ppRecognizer::decode_utterance(const Tensor& ctc_log_probs, const Tensor& encoder_out,
-                                            const DecodeOptions& decode) const {
+                                            const U2ppDecode& decode) const {
   Transcript t = rescore(search_ctc(ctc_log_probs, decode), encoder_out, decode);
   finish(t, ctc_log_probs);
   return t;
@@ -333,7 +389,8 @@ std::string U2ppRecognizer::detokenize(std::span<const int64_t> tokens) const {
 }
 
 std::unique_ptr<StreamingSession> U2ppRecognizer::start_session(
-    const DecodeOptions& options) const {
+    const DecodeOptions& resolved) const {
+  const U2ppDecode options = U2ppDecode::from(resolved);
   OASR_CHECK(options.chunk_size > 0, kInvalidArgument,
              "a streaming session needs a chunk size; set --chunk-size N (e.g. 16)");
   return std::make_unique<U2ppStreamingSession>(*this, options);
@@ -342,7 +399,7 @@ std::unique_ptr<StreamingSession> U2ppRecognizer::start_session(
 // ---- U2ppStreamingSession ---------------------------------------------------------
 
 U2ppStreamingSession::U2ppStreamingSession(const U2ppRecognizer& recognizer,
-                                           const DecodeOptions& options)
+                                           const U2ppDecode& options)
     : recognizer_(recognizer),
       options_(options),
       encoder_(recognizer.model().encoder(), options.chunk_size, options.left_chunks) {}

@@ -17,12 +17,31 @@
 #include "audio/fbank.h"
 #include "decode/ctc_search.h"
 #include "decode/units.h"
-#include "engine/recognizer.h"
+#include "asr/recognizer.h"
 #include "models/u2pp/model_source.h"
 #include "models/u2pp/u2pp_model.h"
 #include "models/u2pp/u2pp_streaming.h"
 
 namespace oasr::engine {
+
+// The decode options U2++ declares (u2pp_decode_options()), typed: what a
+// request resolves to over the checkpoint's decode config.
+struct U2ppDecode {
+  std::string method;
+  int64_t beam_size = 10;
+  double ctc_weight = 0.0;
+  double reverse_weight = 0.0;
+  int64_t chunk_size = -1;   // decoding_chunk_size; -1 = offline
+  int64_t left_chunks = -1;  // num_decoding_left_chunks; -1 = all
+
+  // Every key set (a resolved DecodeOptions of U2++'s keys).
+  static U2ppDecode from(const DecodeOptions& options);
+  DecodeOptions values() const;
+};
+
+// U2++'s decode keys: decode_method, beam_size, ctc_weight, reverse_weight,
+// chunk_size, left_chunks (models/u2pp/u2pp_architecture.cc declares them).
+std::vector<DecodeOptionSpec> u2pp_decode_options();
 
 class U2ppRecognizer final : public Recognizer {
  public:
@@ -31,9 +50,6 @@ class U2ppRecognizer final : public Recognizer {
 
   static constexpr const char* kMethods =
       "ctc_greedy_search, ctc_prefix_beam_search or attention_rescoring";
-  static std::vector<std::string> decode_methods() {
-    return {"ctc_greedy_search", "ctc_prefix_beam_search", "attention_rescoring"};
-  }
 
   int sample_rate() const override;
   DecodeOptions resolve_decode(const DecodeOverrides& overrides) const override;
@@ -41,7 +57,7 @@ class U2ppRecognizer final : public Recognizer {
                                      const DecodeOptions& options,
                                      int64_t max_batch_size) const override;
   bool streams() const override { return true; }
-  // Needs options.chunk_size > 0.
+  // Needs chunk_size > 0.
   std::unique_ptr<StreamingSession> start_session(const DecodeOptions& options) const override;
   std::string detokenize(std::span<const int64_t> tokens) const override;
   Module& module() override { return *model_; }
@@ -58,13 +74,13 @@ class U2ppRecognizer final : public Recognizer {
   // Decodes CTC log-probs [T', V] of one utterance (and its encoder output
   // [1, T', D] for attention rescoring) with `options`.
   Transcript decode_utterance(const Tensor& ctc_log_probs, const Tensor& encoder_out,
-                              const DecodeOptions& options) const;
+                              const U2ppDecode& options) const;
 
  private:
   // resolve_decode without what needs the built model (the right decoder).
-  DecodeOptions resolve_knobs(const DecodeOverrides& overrides) const;
+  U2ppDecode resolve_knobs(const DecodeOverrides& overrides) const;
   std::vector<Transcript> transcribe_batch(const std::vector<Tensor>& feats,
-                                           const DecodeOptions& options) const;
+                                           const U2ppDecode& options) const;
   // decode_utterance in three phases, so a batch runs the host ones
   // row-parallel: the CTC search (the best path, or the prefix beam's
   // n-best for rescoring), attention rescoring on the model's device, then
@@ -73,9 +89,9 @@ class U2ppRecognizer final : public Recognizer {
     Transcript best;                           // not rescoring: the answer's tokens
     std::vector<decode::CtcHypothesis> nbest;  // rescoring: its candidates
   };
-  CtcSearch search_ctc(const Tensor& ctc_log_probs, const DecodeOptions& options) const;
+  CtcSearch search_ctc(const Tensor& ctc_log_probs, const U2ppDecode& options) const;
   Transcript rescore(const CtcSearch& searched, const Tensor& encoder_out,
-                     const DecodeOptions& options) const;
+                     const U2ppDecode& options) const;
   void finish(Transcript& t, const Tensor& ctc_log_probs) const;
 
   std::filesystem::path ckpt_dir_;  // names the checkpoint in messages
@@ -94,7 +110,7 @@ class U2ppRecognizer final : public Recognizer {
 // same chunk_size.
 class U2ppStreamingSession final : public StreamingSession {
  public:
-  U2ppStreamingSession(const U2ppRecognizer& recognizer, const DecodeOptions& options);
+  U2ppStreamingSession(const U2ppRecognizer& recognizer, const U2ppDecode& options);
 
   Transcript accept_waveform(std::span<const float> samples) override;
   Transcript finish() override;
@@ -105,7 +121,7 @@ class U2ppStreamingSession final : public StreamingSession {
   Transcript partial() const;
 
   const U2ppRecognizer& recognizer_;
-  DecodeOptions options_;
+  U2ppDecode options_;
   models::U2ppStreamingEncoder encoder_;
   // Samples from the start of the next fbank frame on.
   std::vector<float> pending_samples_;
@@ -113,5 +129,8 @@ class U2ppStreamingSession final : public StreamingSession {
   std::vector<Tensor> ctc_chunks_;      // [1, k, V] each, for partial results
   bool finished_ = false;
 };
+
+// What the U2++ descriptor (models/u2pp/u2pp_architecture.cc) builds.
+RecognizerFactory u2pp_recognizer_factory();
 
 }  // namespace oasr::engine

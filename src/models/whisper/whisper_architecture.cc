@@ -9,6 +9,7 @@
 #include "models/whisper/whisper_convert.h"
 #include "models/whisper/whisper_dir.h"
 #include "models/whisper/whisper_materialize.h"
+#include "models/whisper/whisper_recognizer.h"
 
 namespace oasr::models {
 namespace {
@@ -159,6 +160,10 @@ Architecture whisper_architecture() {
   architecture.serves_cuda = true;
   architecture.decodes_timestamps = true;
   architecture.detect = [](const std::filesystem::path& path) { return is_whisper_dir(path); };
+  architecture.looks_for = "a directory whose config.json has model_type whisper (Hugging Face's layout, "
+      "which oasr's Whisper directories keep)";
+  architecture.make_recognizer = engine::whisper_recognizer_factory();
+  architecture.decode_options = engine::whisper_decode_options();
   architecture.materialize = [](const std::filesystem::path& path,
                                 const quant::QuantizationConfig& quantization,
                                 const MaterializeOptions& options) {

@@ -10,7 +10,6 @@
 #include "core/error.h"
 #include "io/ct2_model.h"
 #include "io/json_file.h"
-#include "models/u2pp/model_source.h"
 #include "models/whisper/whisper_dir.h"
 
 namespace oasr::models {

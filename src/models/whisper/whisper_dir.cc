@@ -12,7 +12,6 @@
 #include "io/torch_checkpoint.h"
 #include "layers/checkpoint_source.h"
 #include "models/native_dir.h"
-#include "models/u2pp/model_source.h"
 #include "models/whisper/whisper_convert.h"
 
 namespace oasr::models {

@@ -2,7 +2,7 @@
 
 #include "core/error.h"
 #include "models/native_dir.h"
-#include "quant/apply_links.h"
+#include "quantize/apply_links.h"
 
 namespace oasr::models {
 
@@ -71,39 +71,18 @@ quant::QuantLayout whisper_quantization_layout(const WhisperConfig& config) {
 MaterializedWhisper materialize_whisper_model(const WhisperSource& source,
                                               const quant::QuantizationConfig& quantization,
                                               const MaterializeOptions& options) {
-  OASR_CHECK(source.weights != nullptr, kInvalidArgument, "load: the Whisper source from ",
-             source.dir.string(), " holds no weights");
-  quantization.validate();
   MaterializedWhisper out;
   out.model = std::make_unique<WhisperModel>(source.config);
   WhisperModel& model = *out.model;
-  const quant::QuantLayout layout = whisper_quantization_layout(source.config);
-  if (!source.quantization.is_null()) {
-    // Written by oasr quantize: its spec is authoritative (resolve_checkpoint_spec).
-    const quant::QuantizationSpec checkpoint_spec = quant::QuantizationSpec::from_json(
-        source.quantization, (source.dir / kNativeConfigName).string());
-    out.spec = quant::resolve_checkpoint_spec(checkpoint_spec, quantization, source.dir.string());
-    quant::prepare_quantized_slots(model, out.spec);
-    model.load(*source.weights);  // strict, dtype-checked against the prepared slots
-  } else {
-    quant::SpecOptions spec_options;
-    spec_options.online = true;
-    spec_options.recipe = options.recipe;
-    // The spec is chosen (and refused) before any weight is read.
-    out.spec = quant::spec_from_config(quantization, model, layout, spec_options);
-    model.load(*source.weights);  // strict; ties proj_out to embed_tokens when absent
-    quant::quantize_model_online(model, out.spec);
-  }
-  model.set_fp8_kv_cache(out.spec.kv_cache == "fp8_e4m3");
-  model.to(options.dtype);
-  model.to(options.device);
-  if (options.bind) {
-    quant::BindOptions bind;
-    bind.device = options.device;
-    bind.backend = options.scaled_mm_backend;
-    quant::bind_quantization(model, bind);
-    quant::link_quantization(model, layout);
-  }
+  LoadHooks hooks;
+  hooks.spec_resolved = [&model](const quant::QuantizationSpec& spec) {
+    model.set_fp8_kv_cache(spec.kv_cache == "fp8_e4m3");
+  };
+  // HF's save_pretrained drops the tied proj_out.weight.
+  hooks.weights_loaded = [&model] { model.tie_output_head(); };
+  out.spec = load_model(model, whisper_quantization_layout(source.config),
+                        {source.weights.get(), source.quantization, source.dir}, quantization,
+                        options, hooks);
   return out;
 }
 

@@ -1,17 +1,15 @@
-// Whisper's quantization layout and its load sequence (the one of
-// models/u2pp/materialize.h): build from the config; a quantized directory's
-// own spec (its 8-bit slots prepared), or the requested online spec; strict
-// load of the HF state dict with the tied head handled; online quantization
-// where asked; the dtype cast and device move; lane binding and the fused
-// producers' links the layout declares.
+// Whisper's quantization layout and its materialize(): the model built from
+// the config, then the shared load sequence (models/load_sequence.h) with
+// Whisper's hooks (the fp8 KV cache's layout from the spec, the output head
+// tied to the embedding when the checkpoint has none).
 #pragma once
 
 #include <memory>
 
-#include "models/u2pp/materialize.h"
+#include "models/load_sequence.h"
 #include "models/whisper/whisper_config.h"
 #include "models/whisper/whisper_model.h"
-#include "quant/apply.h"
+#include "quantize/apply.h"
 #include "quant/spec.h"
 
 namespace oasr::models {
@@ -25,7 +23,7 @@ namespace oasr::models {
 // are not GEMMs and never quantized. proj_out shares embed_tokens' weight.
 // The decoder's self-attention KV cache is autoregressive.
 //
-// SmoothQuant's folds (quant/algorithms/smoothquant.h), per layer: every pre-norm's
+// SmoothQuant's folds (quantize/smoothquant.h), per layer: every pre-norm's
 // affine absorbs 1/s of the GEMMs it feeds (q/k/v, the cross-attention's
 // q, fc1); v_proj's rows absorb out_proj's, in self- and cross-attention;
 // fc2 (after GELU) and the cross-attention's k/v (the encoder output) smooth

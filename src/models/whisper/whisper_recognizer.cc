@@ -12,6 +12,7 @@
 #include "core/logging.h"
 #include "core/progress.h"
 #include "decode/whisper_long_form.h"
+#include "models/architecture.h"
 #include "models/whisper/whisper_dir.h"
 #include "models/whisper/whisper_materialize.h"
 #include "models/whisper/whisper_model_step.h"
@@ -90,7 +91,7 @@ std::string join_window_texts(const std::vector<std::string>& texts) {
 
 WhisperRecognizer::WhisperRecognizer(models::WhisperSource source,
                                      const quant::QuantizationConfig& quantization,
-                                     const models::MaterializeOptions& options)
+                                     const engine::MaterializeOptions& options)
     : source_(std::move(source)),
       mel_(source_.config.num_mel_bins),
       tokenizer_(load_tokenizer(source_)),
@@ -102,6 +103,96 @@ WhisperRecognizer::WhisperRecognizer(models::WhisperSource source,
 }
 
 WhisperRecognizer::~WhisperRecognizer() = default;
+
+std::vector<DecodeOptionSpec> whisper_decode_options() {
+  std::vector<DecodeOptionSpec> specs;
+  DecodeOptionSpec method;
+  method.key = kDecodeMethodKey;
+  method.kind = DecodeValueKind::kText;
+  method.help = "greedy search (HF generate's num_beams 1) or beam search";
+  method.default_text = kGreedy;
+  method.choices = {kGreedy, kBeam};
+  method.aliases = {"decoding_method"};
+  specs.push_back(method);
+  specs.push_back({.key = "beam_size",
+                   .kind = DecodeValueKind::kInteger,
+                   .help = "beam_search: beams",
+                   .default_text = "5",
+                   .min = 1,
+                   .max = static_cast<double>(kMaxBeamSize)});
+  specs.push_back({.key = "length_penalty",
+                   .kind = DecodeValueKind::kNumber,
+                   .help = "beam_search: a finished hypothesis scores sum_logprobs / length ^ "
+                           "length_penalty",
+                   .default_text = "1.0"});
+  specs.push_back({.key = "timestamps",
+                   .kind = DecodeValueKind::kBool,
+                   .help = "decode timestamp tokens and give segments with start / end times",
+                   .default_text = "false"});
+  specs.push_back({.key = "long_form",
+                   .kind = DecodeValueKind::kText,
+                   .help = "audio over 30 s: sequential (seek on the last timestamp, as "
+                           "transformers' and openai-whisper's long-form transcription) or "
+                           "windows (independent 30 s windows)",
+                   .default_text = "sequential",
+                   .choices = {"sequential", "windows"}});
+  specs.push_back({.key = "temperatures",
+                   .kind = DecodeValueKind::kNumberList,
+                   .help = "temperature fallback: temperatures tried in order while a threshold "
+                           "rejects the decode; openai-whisper's: 0,0.2,0.4,0.6,0.8,1.0",
+                   .default_text = "0 (decode once)",
+                   .min = 0.0,
+                   .max = 10.0});
+  specs.push_back({.key = "compression_ratio_threshold",
+                   .kind = DecodeValueKind::kNumber,
+                   .help = "fallback: reject a decode whose text's gzip compression ratio "
+                           "exceeds this",
+                   .default_text = "2.4 with fallback"});
+  specs.push_back({.key = "logprob_threshold",
+                   .kind = DecodeValueKind::kNumber,
+                   .help = "fallback: reject a decode whose average token log-probability is "
+                           "below this",
+                   .default_text = "-1.0 with fallback"});
+  specs.push_back({.key = "no_speech_threshold",
+                   .kind = DecodeValueKind::kNumber,
+                   .help = "fallback: a window whose <|nospeech|> probability exceeds this is "
+                           "silence and skipped, unless its average log-probability is above "
+                           "logprob_threshold",
+                   .default_text = "0.6 with fallback",
+                   .min = 0.0,
+                   .max = 1.0});
+  return specs;
+}
+
+WhisperDecode WhisperDecode::from(const DecodeOptions& options) {
+  WhisperDecode d;
+  d.method = options.get<std::string>(kDecodeMethodKey);
+  d.beam_size = options.get<int64_t>("beam_size");
+  d.length_penalty = options.get<double>("length_penalty");
+  d.timestamps = options.get<bool>("timestamps");
+  d.long_form = options.get<std::string>("long_form");
+  d.temperatures = options.get<std::vector<double>>("temperatures");
+  d.compression_ratio_threshold = options.find<double>("compression_ratio_threshold");
+  d.logprob_threshold = options.find<double>("logprob_threshold");
+  d.no_speech_threshold = options.find<double>("no_speech_threshold");
+  return d;
+}
+
+DecodeOptions WhisperDecode::values() const {
+  DecodeOptions out;
+  out.set(kDecodeMethodKey, method);
+  out.set("beam_size", beam_size);
+  out.set("length_penalty", length_penalty);
+  out.set("timestamps", timestamps);
+  out.set("long_form", long_form);
+  out.set("temperatures", temperatures);
+  if (compression_ratio_threshold) {
+    out.set("compression_ratio_threshold", *compression_ratio_threshold);
+  }
+  if (logprob_threshold) out.set("logprob_threshold", *logprob_threshold);
+  if (no_speech_threshold) out.set("no_speech_threshold", *no_speech_threshold);
+  return out;
+}
 
 RecognizerFactory whisper_recognizer_factory() {
   return [](const EngineConfig& config) {
@@ -115,49 +206,39 @@ RecognizerFactory whisper_recognizer_factory() {
 }
 
 DecodeOptions WhisperRecognizer::resolve_decode(const DecodeOverrides& o) const {
-  return resolve_whisper_decode(o);
+  return resolve_whisper_decode(o).values();
 }
 
 // greedy_search unless told; beam_search with 5 beams unless beam_size says
-// otherwise. The U2++ knobs are refused.
-DecodeOptions resolve_whisper_decode(const DecodeOverrides& o) {
-  const auto refuse_u2pp_knob = [](bool given, const char* name) {
-    OASR_CHECK(!given, kInvalidArgument, name,
-               " applies to U2++ checkpoints; a Whisper checkpoint takes --decode-method ",
-               "greedy_search|beam_search, --beam-size, --length-penalty, --timestamps, "
-               "--long-form, --temperatures and the fallback thresholds");
-  };
-  refuse_u2pp_knob(o.ctc_weight.has_value(), "ctc_weight (--ctc-weight)");
-  refuse_u2pp_knob(o.reverse_weight.has_value(), "reverse_weight (--reverse-weight)");
-  refuse_u2pp_knob(o.chunk_size.has_value(), "chunk_size (--chunk-size)");
-  refuse_u2pp_knob(o.left_chunks.has_value(), "left_chunks (--left-chunks)");
-  DecodeOptions d;
-  d.method = o.method.value_or(kGreedy);
-  if (d.method != kGreedy && d.method != kBeam) {
-    const std::string owners = architectures_taking(d.method);
-    OASR_THROW(kInvalidArgument, "decode method '", d.method, "' is not a Whisper method",
-               owners.empty() ? std::string() : " (" + owners + " checkpoints take it)",
-               "; this Whisper checkpoint takes ", WhisperRecognizer::kMethods);
-  }
+// otherwise. Keys Whisper does not declare are refused before this
+// (models::check_decode_values).
+WhisperDecode resolve_whisper_decode(const DecodeOverrides& o) {
+  WhisperDecode d;
+  d.method = o.find<std::string>(kDecodeMethodKey).value_or(kGreedy);
+  const std::optional<int64_t> beam_size = o.find<int64_t>("beam_size");
   if (d.method == kGreedy) {
-    OASR_CHECK(!o.beam_size || *o.beam_size == 1, kInvalidArgument,
-               "greedy_search keeps one hypothesis; drop --beam-size ", o.beam_size.value_or(1),
+    OASR_CHECK(!beam_size || *beam_size == 1, kInvalidArgument,
+               "greedy_search keeps one hypothesis; drop --beam-size ", beam_size.value_or(1),
                " or use --decode-method beam_search");
-    OASR_CHECK(!o.length_penalty, kInvalidArgument,
+    OASR_CHECK(!o.has("length_penalty"), kInvalidArgument,
                "--length-penalty scores the finished hypotheses of beam_search; greedy_search "
                "has none: drop it or use --decode-method beam_search");
     d.beam_size = 1;
   } else {
-    d.beam_size = o.beam_size.value_or(kDefaultBeams);
+    d.beam_size = beam_size.value_or(kDefaultBeams);
   }
-  d.length_penalty = o.length_penalty.value_or(1.0);
-  d.timestamps = o.timestamps.value_or(false);
-  if (o.long_form) d.long_form = *o.long_form;
-  if (o.temperatures) d.temperatures = *o.temperatures;
-  d.compression_ratio_threshold = o.compression_ratio_threshold;
-  d.logprob_threshold = o.logprob_threshold;
-  d.no_speech_threshold = o.no_speech_threshold;
-  d.validate();
+  d.length_penalty = o.find<double>("length_penalty").value_or(1.0);
+  d.timestamps = o.find<bool>("timestamps").value_or(false);
+  d.long_form = o.find<std::string>("long_form").value_or(d.long_form);
+  d.temperatures = o.find<std::vector<double>>("temperatures").value_or(d.temperatures);
+  d.compression_ratio_threshold = o.find<double>("compression_ratio_threshold");
+  d.logprob_threshold = o.find<double>("logprob_threshold");
+  d.no_speech_threshold = o.find<double>("no_speech_threshold");
+  const std::vector<DecodeOptionSpec> specs = whisper_decode_options();
+  const DecodeOptions resolved = d.values();
+  for (const auto& [key, value] : resolved.items()) {
+    check_decode_value(*find_decode_spec(specs, key), value);
+  }
   std::string fallback_flags;
   const auto given = [&](bool set, const char* flag) {
     if (set) fallback_flags += (fallback_flags.empty() ? "" : ", ") + std::string(flag);
@@ -173,7 +254,7 @@ DecodeOptions resolve_whisper_decode(const DecodeOverrides& o) {
   return d;
 }
 
-decode::WhisperSearchOptions WhisperRecognizer::search_options(const DecodeOptions& options) const {
+decode::WhisperSearchOptions WhisperRecognizer::search_options(const WhisperDecode& options) const {
   const models::WhisperGeneration& g = source_.generation;
   decode::WhisperSearchOptions s;
   s.prompt = prompt_;
@@ -277,7 +358,7 @@ std::vector<double> WhisperRecognizer::no_speech_probs(const models::WhisperMode
 }
 
 std::vector<WhisperRecognizer::WindowResult> WhisperRecognizer::decode_windows(
-    std::span<const Window> windows, const DecodeOptions& options) const {
+    std::span<const Window> windows, const WhisperDecode& options) const {
   const auto batch = static_cast<int64_t>(windows.size());
   const int64_t mels = source_.config.num_mel_bins;
   using Clock = std::chrono::steady_clock;
@@ -311,7 +392,7 @@ std::vector<WhisperRecognizer::WindowResult> WhisperRecognizer::decode_windows(
       if (windows[b].sequential == sequential) rows.push_back(b);
     }
     if (rows.empty()) continue;
-    DecodeOptions kind = options;
+    WhisperDecode kind = options;
     kind.timestamps = options.timestamps || sequential;
     decode::WhisperSearchOptions search = search_options(kind);
     search.filtered_log_probs = fallback.judges();
@@ -406,8 +487,9 @@ Tensor window_of(const Tensor& whole, int64_t seek, int64_t count) {
 }  // namespace
 
 std::vector<Transcript> WhisperRecognizer::transcribe(std::span<const Waveform> utterances,
-                                                      const DecodeOptions& options,
+                                                      const DecodeOptions& resolved,
                                                       int64_t max_batch_size) const {
+  const WhisperDecode options = WhisperDecode::from(resolved);
   OASR_CHECK(max_batch_size >= 1, kInvalidArgument, "max_batch_size must be >= 1, got ",
              max_batch_size);
   search_options(options);  // refuses bad options before any work

@@ -57,23 +57,47 @@
 #include "audio/whisper_mel.h"
 #include "decode/byte_bpe_tokenizer.h"
 #include "decode/whisper_search.h"
-#include "engine/recognizer.h"
-#include "models/u2pp/materialize.h"
+#include "asr/recognizer.h"
+#include "asr/materialize_options.h"
 #include "models/whisper/whisper_config.h"
 #include "models/whisper/whisper_model.h"
 #include "quant/spec.h"
 
 namespace oasr::engine {
 
+// The decode options Whisper declares (whisper_decode_options()), typed.
+struct WhisperDecode {
+  std::string method;
+  int64_t beam_size = 1;
+  // Beam search: finished hypotheses score sum_logprobs / generated_len ^
+  // length_penalty (HF's BeamSearchScorer).
+  double length_penalty = 1.0;
+  // Decode with timestamp tokens (segments with start / end times) instead
+  // of <|notimestamps|>.
+  bool timestamps = false;
+  std::string long_form = "sequential";  // audio over 30 s: sequential or windows
+  // {0} decodes once; more values fall back to the next one while a
+  // threshold rejects the decode (decode/whisper_long_form.h).
+  std::vector<double> temperatures = {0.0};
+  std::optional<double> compression_ratio_threshold;
+  std::optional<double> logprob_threshold;
+  std::optional<double> no_speech_threshold;
+
+  static WhisperDecode from(const DecodeOptions& options);
+  DecodeOptions values() const;  // the thresholds only where set
+};
+
+// Whisper's decode keys (models/whisper/whisper_architecture.cc declares them).
+std::vector<DecodeOptionSpec> whisper_decode_options();
+
 class WhisperRecognizer final : public Recognizer {
  public:
   // Loads and materializes the model (quantized online when asked).
   WhisperRecognizer(models::WhisperSource source, const quant::QuantizationConfig& quantization,
-                    const models::MaterializeOptions& options);
+                    const engine::MaterializeOptions& options);
   ~WhisperRecognizer() override;
 
   static constexpr const char* kMethods = "greedy_search or beam_search";
-  static std::vector<std::string> decode_methods() { return {"greedy_search", "beam_search"}; }
 
   static constexpr int kSampleRate = audio::WhisperLogMel::kSampleRate;
   static constexpr int64_t kWindowSamples = audio::WhisperLogMel::kChunkSamples;
@@ -93,7 +117,7 @@ class WhisperRecognizer final : public Recognizer {
   // The forced decoder prompt (without timestamps) and the search settings
   // for `options` (with timestamps the prompt drops <|notimestamps|>).
   const std::vector<int64_t>& prompt() const { return prompt_; }
-  decode::WhisperSearchOptions search_options(const DecodeOptions& options) const;
+  decode::WhisperSearchOptions search_options(const WhisperDecode& options) const;
 
   // log-mel [n_mels, 3000] of one window (at most 30 s of samples).
   Tensor log_mel(std::span<const float> window) const { return mel_.compute(window); }
@@ -132,7 +156,7 @@ class WhisperRecognizer final : public Recognizer {
   // Decodes the windows (up to max_batch_size) with one encoder call; the
   // fallback re-decodes rejected ones.
   std::vector<WindowResult> decode_windows(std::span<const Window> windows,
-                                           const DecodeOptions& options) const;
+                                           const WhisperDecode& options) const;
   // Decodes rows `rows` of `cross` (one hypothesis each) at temperature
   // `temperature` with `search` (seeds from `windows` where it samples).
   std::vector<decode::WhisperHypothesis> search_rows(const models::WhisperModel::CrossKv& cross,
@@ -160,7 +184,7 @@ class WhisperRecognizer final : public Recognizer {
 // Whisper's decode options: greedy_search unless told; beam_search with 5
 // beams unless beam_size says otherwise; the U2++ knobs refused by name.
 // Needs no model, so the factory refuses bad flags before loading one.
-DecodeOptions resolve_whisper_decode(const DecodeOverrides& overrides);
+WhisperDecode resolve_whisper_decode(const DecodeOverrides& overrides);
 
 // The forced prompt of English transcription without timestamps for
 // `generation`: <|startoftranscript|> [<|en|> <|transcribe|>] <|notimestamps|>.
@@ -176,5 +200,8 @@ std::vector<Segment> whisper_window_segments(
 // Joins window texts as described above: one window's text unchanged;
 // several: stripped, the non-empty ones joined with one space.
 std::string join_window_texts(const std::vector<std::string>& texts);
+
+// What the Whisper descriptor (models/whisper/whisper_architecture.cc) builds.
+RecognizerFactory whisper_recognizer_factory();
 
 }  // namespace oasr::engine

@@ -13,6 +13,7 @@
 #include <sstream>
 
 #include "core/error.h"
+#include "io/posix_file.h"
 #include "io/json_file.h"
 #include "io/safetensors.h"
 #include "io/staged_directory.h"
@@ -30,33 +31,6 @@ namespace {
 constexpr const char* kCopiedHfFiles[] = {"tokenizer_config.json", "special_tokens_map.json",
                                           "normalizer.json", "preprocessor_config.json"};
 
-void write_file_synced(const fs::path& path, const std::string& bytes) {
-  const int fd = ::open(path.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0644);
-  OASR_CHECK(fd >= 0, kIo, path.string(), ": cannot create: ", std::strerror(errno));
-  size_t done = 0;
-  while (done < bytes.size()) {
-    const ssize_t wrote = ::write(fd, bytes.data() + done, bytes.size() - done);
-    if (wrote < 0 && errno == EINTR) continue;
-    if (wrote <= 0) {
-      const int saved = errno;
-      ::close(fd);
-      OASR_THROW(kIo, path.string(), ": write failed: ", std::strerror(saved));
-    }
-    done += static_cast<size_t>(wrote);
-  }
-  const bool synced = ::fsync(fd) == 0;
-  const int saved = errno;
-  ::close(fd);
-  OASR_CHECK(synced, kIo, path.string(), ": fsync failed: ", std::strerror(saved));
-}
-
-std::string read_binary(const fs::path& path) {
-  std::ifstream in(path, std::ios::binary);
-  OASR_CHECK(in.good(), kIo, path.string(), ": cannot open for reading");
-  std::ostringstream bytes;
-  bytes << in.rdbuf();
-  return bytes.str();
-}
 
 bool is_file(const fs::path& path) {
   std::error_code error;
@@ -140,33 +114,33 @@ void write_contents(const WhisperSource& source, const fs::path& dir,
     tensors.emplace_back(name, std::move(tensor));
   }
   const auto dump = [](const ordered_json& document) { return document.dump(2) + "\n"; };
-  write_file_synced(dir / "config.json",
+  io::write_file_synced(dir / "config.json",
                     dump(whisper_hf_config_json(source.config, source.generation,
                                                 torch_dtype_name(embed_dtype))));
-  write_file_synced(dir / "generation_config.json", dump(source.generation.to_hf_json()));
+  io::write_file_synced(dir / "generation_config.json", dump(source.generation.to_hf_json()));
   // transformers refuses safetensors whose metadata does not say "pt".
   io::save_safetensors(dir / "model.safetensors", tensors, {{"format", "pt"}});
   if (!source.tokenizer_json.empty()) {
-    write_file_synced(dir / "tokenizer.json", read_binary(source.tokenizer_json));
+    io::write_file_synced(dir / "tokenizer.json", io::read_file_bytes(source.tokenizer_json));
   } else {
     OASR_CHECK(!source.vocab_json.empty() && !source.merges_txt.empty(), kInvalidArgument,
                "the Whisper model to write has no tokenizer files");
-    write_file_synced(dir / "vocab.json", read_binary(source.vocab_json));
-    write_file_synced(dir / "merges.txt", read_binary(source.merges_txt));
+    io::write_file_synced(dir / "vocab.json", io::read_file_bytes(source.vocab_json));
+    io::write_file_synced(dir / "merges.txt", io::read_file_bytes(source.merges_txt));
     if (!source.added_tokens_json.empty()) {
-      write_file_synced(dir / "added_tokens.json", read_binary(source.added_tokens_json));
+      io::write_file_synced(dir / "added_tokens.json", io::read_file_bytes(source.added_tokens_json));
     }
   }
   for (const char* name : kCopiedHfFiles) {
-    if (is_file(source.dir / name)) write_file_synced(dir / name, read_binary(source.dir / name));
+    if (is_file(source.dir / name)) io::write_file_synced(dir / name, io::read_file_bytes(source.dir / name));
   }
   if (!source.tokenizer_json.empty() && !is_file(dir / "tokenizer_config.json") &&
       !is_file(dir / "special_tokens_map.json")) {
-    write_file_synced(dir / "tokenizer_config.json",
+    io::write_file_synced(dir / "tokenizer_config.json",
                       dump(tokenizer_config(source.tokenizer_json, source.generation)));
   }
   if (!is_file(dir / "preprocessor_config.json")) {
-    write_file_synced(dir / "preprocessor_config.json",
+    io::write_file_synced(dir / "preprocessor_config.json",
                       dump(preprocessor_config(source.config.num_mel_bins)));
   }
   ordered_json oasr_config;
@@ -177,9 +151,9 @@ void write_contents(const WhisperSource& source, const fs::path& dir,
     oasr_config["notes"] = options.notes;
     oasr_config["quantization"] = options.quantization;
   }
-  write_file_synced(dir / kNativeConfigName, dump(oasr_config));
+  io::write_file_synced(dir / kNativeConfigName, dump(oasr_config));
   for (const auto& [name, contents] : options.extra_files) {
-    write_file_synced(dir / name, contents);
+    io::write_file_synced(dir / name, contents);
   }
 }
 

@@ -1,5 +1,6 @@
 // How a checkpoint is built into a served model, whatever its architecture
-// (models/architecture.h, Architecture::materialize): the served dtype and
+// (models/architecture.h, Architecture::materialize; models/ names it
+// engine::MaterializeOptions): the served dtype and
 // device, the GEMM lane override, and whether lanes are bound at all.
 #pragma once
 
@@ -8,7 +9,7 @@
 #include "core/device.h"
 #include "core/dtype.h"
 
-namespace oasr::models {
+namespace oasr::engine {
 
 struct MaterializeOptions {
   DType dtype = DType::kF32;  // the served dtype
@@ -18,4 +19,4 @@ struct MaterializeOptions {
   std::string recipe;             // provenance of an online spec ("online" when empty)
 };
 
-}  // namespace oasr::models
+}  // namespace oasr::engine

@@ -1,4 +1,4 @@
-#include "quant/algorithms/smoothquant.h"
+#include "quantize/smoothquant.h"
 
 #include <algorithm>
 #include <cmath>
@@ -7,7 +7,7 @@
 #include "layers/linear.h"
 #include "layers/norm.h"
 #include "layers/quantizable.h"
-#include "quant/apply.h"
+#include "quantize/apply.h"
 
 namespace oasr::quant {
 namespace {

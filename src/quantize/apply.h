@@ -1,6 +1,5 @@
 // The glue between a quantization request and a model's layers (spec "Load
-// order"). Above layers/ in the include order, so it is built into its own
-// library (oasr_quant_apply) that models/ links.
+// order"). The quantize/ library, above layers/ in the include order.
 //
 //   native quantized checkpoint:
 //     spec = resolve_checkpoint_spec(QuantizationSpec::from_json(...), requested, dir);
@@ -45,7 +44,7 @@ struct SelectionRule {
 // The spec a QuantizationConfig asks for on this model: every quantizable
 // layer of the selected kinds, minus `ignore` and the layout's kept layers,
 // minus the ones that cannot take the scheme (recorded in `skipped` with the
-// reason). Refusals: see QuantizationConfig::validate, plus static schemes
+// reason). Refusals: those of QuantizationConfig::parse (already passed), plus static schemes
 // and conv kinds online, fp8 with a conv kind, kv_cache on a model without
 // an autoregressive KV cache.
 QuantizationSpec spec_from_config(const QuantizationConfig& config, const Module& model,

@@ -6,7 +6,6 @@
 // tokenizer assets, the atomic staging and rename) is written by
 // models::save_native_checkpoint, which writes version 2 for a source that
 // carries a spec; `oasr quantize` (cli/quantize_command.cc) joins the two.
-// Built into oasr_quant_apply: it reads layers/, which sit above quant/.
 #pragma once
 
 #include <set>

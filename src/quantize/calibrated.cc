@@ -1,9 +1,9 @@
-#include "quant/algorithms/calibrated.h"
+#include "quantize/calibrated.h"
 
 #include "core/error.h"
 #include "layers/quantizable.h"
-#include "quant/algorithms/smoothquant.h"
-#include "quant/apply.h"
+#include "quantize/smoothquant.h"
+#include "quantize/apply.h"
 #include "quant/methods/quant_method.h"
 #include "quant/numerics.h"
 

@@ -2,7 +2,7 @@
 //   rtn                 round-to-nearest per-channel weights (the last step of
 //                       every recipe; needs no calibration);
 //   smoothquant         per-channel smoothing folded per the model's layout
-//                       (quant/algorithms/smoothquant.h);
+//                       (quantize/smoothquant.h);
 //   static_inputs       a calibrated per-tensor input scale on each GEMM-chain
 //                       consumer, measured on the input it will see (after
 //                       its runtime smoother);

@@ -1,4 +1,4 @@
-#include "quant/apply.h"
+#include "quantize/apply.h"
 
 #include <algorithm>
 #include <map>
@@ -215,23 +215,22 @@ std::vector<std::string> kind_names(const std::vector<LayerKind>& kinds) {
 
 QuantizationSpec spec_from_config(const QuantizationConfig& config, const Module& model,
                                   const QuantLayout& layout, const SpecOptions& options) {
-  config.validate();
-  check_kv_cache(config.kv_cache, layout);
+  check_kv_cache(config.kv_cache(), layout);
   QuantizationSpec spec;
-  if (config.scheme.empty()) {
-    spec.kv_cache = config.kv_cache;
+  if (config.scheme().empty()) {
+    spec.kv_cache = config.kv_cache();
     return spec;
   }
-  const QuantScheme& scheme = scheme_preset(config.scheme);
+  const QuantScheme& scheme = scheme_preset(config.scheme());
   check_static_online(scheme, options);
-  SpecBuilder builder(model, layout, options, config.ignore);
+  SpecBuilder builder(model, layout, options, config.ignore());
   builder.select_kinds(config.kinds(), scheme);
   nlohmann::ordered_json selection;
-  selection["scheme"] = config.scheme;
+  selection["scheme"] = config.scheme();
   selection["module_types"] = kind_names(config.kinds());
-  selection["ignore"] = config.ignore;
+  selection["ignore"] = config.ignore();
   spec = builder.finish(selection);
-  spec.kv_cache = config.kv_cache;
+  spec.kv_cache = config.kv_cache();
   return spec;
 }
 
@@ -269,28 +268,27 @@ QuantizationSpec spec_from_rules(const std::vector<SelectionRule>& rules,
 QuantizationSpec resolve_checkpoint_spec(const QuantizationSpec& checkpoint,
                                          const QuantizationConfig& requested,
                                          const std::string& checkpoint_name) {
-  requested.validate();
   const std::vector<std::string> names = checkpoint.scheme_names();
   std::string written;
   for (const std::string& n : names) written += (written.empty() ? "" : ", ") + n;
   if (written.empty()) written = "no weight scheme";
-  OASR_CHECK(requested.ignore.empty() && !requested.module_types.has_value(), kInvalidArgument,
+  OASR_CHECK(requested.ignore().empty() && !requested.module_types().has_value(), kInvalidArgument,
              checkpoint_name, " is a quantized checkpoint (", written,
              "): its layers are already chosen, so ignore / module_types do not apply; drop "
              "them, or quantize the full-precision checkpoint instead");
-  if (!requested.scheme.empty()) {
-    const std::string family = scheme_family(requested.scheme);
+  if (!requested.scheme().empty()) {
+    const std::string family = scheme_family(requested.scheme());
     const bool same = std::any_of(names.begin(), names.end(),
                                   [&](const std::string& n) { return scheme_family(n) == family; });
     OASR_CHECK(same, kInvalidArgument, checkpoint_name, " was quantized with ", written,
-               "; it cannot be served as ", requested.scheme,
+               "; it cannot be served as ", requested.scheme(),
                ". Its spec is authoritative: drop --quantization, or quantize the "
                "full-precision checkpoint with ",
-               requested.scheme);
+               requested.scheme());
   }
   QuantizationSpec spec = checkpoint;
   spec.online = false;
-  if (!requested.kv_cache.empty()) spec.kv_cache = requested.kv_cache;
+  if (!requested.kv_cache().empty()) spec.kv_cache = requested.kv_cache();
   return spec;
 }
 

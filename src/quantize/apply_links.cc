@@ -1,4 +1,4 @@
-#include "quant/apply_links.h"
+#include "quantize/apply_links.h"
 
 #include <cctype>
 #include <map>
@@ -9,7 +9,7 @@
 #include "layers/linear.h"
 #include "layers/norm.h"
 #include "layers/quantizable.h"
-#include "quant/apply.h"
+#include "quantize/apply.h"
 #include "quant/methods/fused_producers.h"
 
 namespace oasr::quant {

@@ -1,4 +1,4 @@
-#include "quant/export.h"
+#include "quantize/export.h"
 
 #include <map>
 #include <set>

@@ -1,13 +1,10 @@
 // The Recognizer seam: what ASREngine asks of an architecture. One
-// implementation per architecture (models/u2pp/u2pp_recognizer.h,
-// models/whisper/whisper_recognizer.h), built by the factory registered under the
-// architecture's name (models/architecture.h), so the engine, the CLI, the
-// server and the bindings serve every architecture through the same calls
-// (docs/architecture.md, "Recognizers").
-//
-// The factories live here, not on models::Architecture, because a
-// recognizer drives decode/ (searches, tokenizers), which sits above
-// models/ in the library order.
+// implementation per architecture (models/<arch>/*_recognizer.h), built by
+// the make_recognizer of the architecture's descriptor
+// (models/architecture.h), so the engine, the CLI, the server and the
+// bindings serve every architecture through the same calls
+// (docs/architecture.md, "Recognizers"). Below models/ in the library
+// order: a model's folder implements it, the engine drives it.
 #pragma once
 
 #include <cstdint>
@@ -18,7 +15,7 @@
 #include <string_view>
 #include <vector>
 
-#include "engine/engine_config.h"
+#include "asr/engine_config.h"
 #include "layers/module.h"
 #include "quant/report.h"
 #include "quant/spec.h"
@@ -101,24 +98,5 @@ class Recognizer {
 // Builds the recognizer of one architecture for `config` (validated; its
 // ckpt_dir holds that architecture).
 using RecognizerFactory = std::function<std::unique_ptr<Recognizer>(const EngineConfig& config)>;
-
-// Adds the factory of `architecture` (a models::Architecture name) and the
-// decode methods its recognizer takes; a name already registered is
-// refused. Meant for start-up, before the first engine is built; not
-// synchronised with concurrent lookups.
-void register_recognizer(std::string architecture, RecognizerFactory factory,
-                         std::vector<std::string> decode_methods = {});
-
-// The factory registered for `architecture`, or null.
-const RecognizerFactory* find_recognizer(std::string_view architecture);
-
-// The display names of the architectures whose recognizers take `method`,
-// joined ("Whisper"); empty when none does. For messages that refuse a
-// method and say where it belongs.
-std::string architectures_taking(std::string_view method);
-
-// The built-in factories (their own files).
-RecognizerFactory u2pp_recognizer_factory();
-RecognizerFactory whisper_recognizer_factory();
 
 }  // namespace oasr::engine

@@ -1,0 +1,16 @@
+#include "asr/recognizer.h"
+
+#include "core/error.h"
+#include "quantize/apply.h"
+
+namespace oasr::engine {
+
+std::unique_ptr<StreamingSession> Recognizer::start_session(const DecodeOptions&) const {
+  OASR_THROW(kUnsupported, "this architecture has no streaming session");
+}
+
+quant::QuantizationInfo Recognizer::quantization_info() const {
+  return quant::quantization_info(module(), quantization_spec());
+}
+
+}  // namespace oasr::engine

@@ -1,0 +1,50 @@
+#include "models/load_sequence.h"
+
+#include "core/error.h"
+#include "models/native_dir.h"
+#include "quantize/apply.h"
+#include "quantize/apply_links.h"
+
+namespace oasr::models {
+
+quant::QuantizationSpec load_model(Module& model, const quant::QuantLayout& layout,
+                                   const LoadSource& source,
+                                   const quant::QuantizationConfig& quantization,
+                                   const MaterializeOptions& options, const LoadHooks& hooks) {
+  OASR_CHECK(source.weights != nullptr, kInvalidArgument, "load: the ", layout.architecture,
+             " source from ", source.dir.string(), " holds no weights");
+  quant::QuantizationSpec spec;
+  if (!source.quantization.is_null()) {
+    const quant::QuantizationSpec checkpoint_spec = quant::QuantizationSpec::from_json(
+        source.quantization, (source.dir / kNativeConfigName).string());
+    spec = quant::resolve_checkpoint_spec(checkpoint_spec, quantization, source.dir.string());
+    OASR_CHECK(spec.kv_cache.empty() || layout.has_ar_kv_cache, kUnsupported,
+               "kv_cache=", spec.kv_cache, ": the ", layout.architecture,
+               " has no autoregressive decoder KV cache to store in fp8; drop kv_cache");
+    if (hooks.spec_resolved) hooks.spec_resolved(spec);
+    quant::prepare_quantized_slots(model, spec);
+    model.load_state_dict(*source.weights);  // strict, dtype-checked against the prepared slots
+    if (hooks.weights_loaded) hooks.weights_loaded();
+  } else {
+    quant::SpecOptions spec_options;
+    spec_options.online = true;
+    spec_options.recipe = options.recipe;
+    spec = quant::spec_from_config(quantization, model, layout, spec_options);
+    if (hooks.spec_resolved) hooks.spec_resolved(spec);
+    model.load_state_dict(*source.weights);  // strict
+    if (hooks.weights_loaded) hooks.weights_loaded();
+    quant::quantize_model_online(model, spec);
+  }
+  model.to(options.dtype);
+  model.to(options.device);
+  if (options.bind) {
+    quant::BindOptions bind;
+    bind.device = options.device;
+    bind.backend = options.scaled_mm_backend;
+    quant::bind_quantization(model, bind);
+    quant::link_quantization(model, layout);
+  }
+  return spec;
+}
+
+}  // namespace oasr::models
