@@ -169,11 +169,11 @@ DecodeValue decode_value_from_json(const DecodeOptionSpec& spec, const nlohmann:
 void check_decode_value(const DecodeOptionSpec& spec, const DecodeValue& value) {
   const std::string label = decode_label(spec.key);
   if (const auto* integer = std::get_if<int64_t>(&value)) {
-    OASR_CHECK(in_bounds(spec, static_cast<double>(*integer)), kInvalidArgument, label,
-               " must be ", decode_takes(spec), ", got ", *integer);
+    OASR_CHECK(in_bounds(spec, static_cast<double>(*integer)), kInvalidArgument, label, " must be ",
+               decode_takes(spec), ", got ", *integer);
   } else if (const auto* number = std::get_if<double>(&value)) {
-    OASR_CHECK(in_bounds(spec, *number), kInvalidArgument, label, " must be ",
-               decode_takes(spec), ", got ", *number);
+    OASR_CHECK(in_bounds(spec, *number), kInvalidArgument, label, " must be ", decode_takes(spec),
+               ", got ", *number);
   } else if (const auto* text = std::get_if<std::string>(&value)) {
     OASR_CHECK(spec.choices.empty() ||
                    std::find(spec.choices.begin(), spec.choices.end(), *text) != spec.choices.end(),
@@ -221,7 +221,8 @@ std::string DecodeValues::dump() const {
 }
 
 void DecodeValues::throw_kind_mismatch(std::string_view key) {
-  OASR_THROW(kInternal, "decode option '", key, "' holds another kind of value than its reader "
+  OASR_THROW(kInternal, "decode option '", key,
+             "' holds another kind of value than its reader "
              "expects: the architecture's declaration and its recognizer disagree");
 }
 

@@ -11,11 +11,11 @@
 #include <string>
 #include <vector>
 
+#include "asr/decode_options.h"
+#include "asr/materialize_options.h"
 #include "core/device.h"
 #include "core/dtype.h"
 #include "layers/module.h"
-#include "asr/decode_options.h"
-#include "asr/materialize_options.h"
 #include "quant/spec.h"
 
 namespace oasr::engine {

@@ -187,7 +187,8 @@ void run_bench_whisper(const BenchWhisperOptions& options) {
   line["bench"] = "whisper";
   line["impl"] = "oasr";
   line["device"] = config.device;
-  line["quantization"] = config.quantization.scheme().empty() ? "none" : config.quantization.scheme();
+  line["quantization"] =
+      config.quantization.scheme().empty() ? "none" : config.quantization.scheme();
   line["kv_cache"] =
       config.quantization.kv_cache().empty() ? "served dtype" : config.quantization.kv_cache();
   line["decode_method"] = asr.decode_options().get<std::string>(engine::kDecodeMethodKey);

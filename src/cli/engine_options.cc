@@ -70,8 +70,8 @@ void add_engine_flags(CLI::App& app, EngineFlags& flags) {
       flag.key = option.spec.key;
       flag.option = app.add_flag(names + "{true}", flag.value, help);
     } else {
-      add(names.c_str(), option.spec.key.c_str(),
-          engine::decode_kind_type_name(option.spec.kind), help);
+      add(names.c_str(), option.spec.key.c_str(), engine::decode_kind_type_name(option.spec.kind),
+          help);
     }
   }
   add_quantization_flags(app, flags.quantization);

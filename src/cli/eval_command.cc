@@ -40,8 +40,8 @@ struct DecodeSpeed {
   double rtfx() const { return decode_seconds > 0.0 ? audio_seconds / decode_seconds : 0.0; }
 };
 
-void print_text_report(const eval::EvalResult& result, eval::ErrorRateUnit unit,
-                       bool per_utterance, const DecodeSpeed& speed) {
+void print_text_report(const eval::EvalResult& result, eval::ErrorRateUnit unit, bool per_utterance,
+                       const DecodeSpeed& speed) {
   const auto& t = result.totals;
   std::cout << std::fixed << std::setprecision(2) << eval::error_rate_unit_name(unit) << " "
             << 100.0 * t.error_rate() << "% (" << t.errors() << " errors / " << t.reference_length

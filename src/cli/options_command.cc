@@ -27,10 +27,9 @@ void print_markdown(std::ostream& out) {
   for (const models::DeclaredDecodeOption& option : models::declared_decode_options()) {
     for (size_t i = 0; i < option.architectures.size(); ++i) {
       const engine::DecodeOptionSpec& spec = *option.specs[i];
-      const std::string flag =
-          i == 0 ? "`" + engine::decode_flag(spec.key) + "`" + aliases_of(option.spec) + " (`" +
-                       spec.key + "`)"
-                 : "";
+      const std::string flag = i == 0 ? "`" + engine::decode_flag(spec.key) + "`" +
+                                            aliases_of(option.spec) + " (`" + spec.key + "`)"
+                                      : "";
       out << "| " << flag << " | " << option.architectures[i]->display_name << ": " << spec.help
           << " | " << engine::decode_takes(spec) << " | " << spec.default_text << " |\n";
     }

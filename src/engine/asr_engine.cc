@@ -21,11 +21,11 @@ ASREngine::ASREngine(const EngineConfig& config) : config_(config) {
   // present; the config's own checks precede the refusal of a path no
   // architecture takes.
   architecture_ = models::detect_architecture(config_.ckpt_dir);
-  OASR_CHECK(architecture_ == nullptr || architecture_->serves_cuda ||
-                 config_.served_device().is_cpu(),
-             kUnsupported, "device '", config_.device, "': ", config_.ckpt_dir.string(), " is a ",
-             architecture_->display_name, " model, and the ", architecture_->display_name,
-             " path is not ported to CUDA yet; use --device cpu");
+  OASR_CHECK(
+      architecture_ == nullptr || architecture_->serves_cuda || config_.served_device().is_cpu(),
+      kUnsupported, "device '", config_.device, "': ", config_.ckpt_dir.string(), " is a ",
+      architecture_->display_name, " model, and the ", architecture_->display_name,
+      " path is not ported to CUDA yet; use --device cpu");
   config_.validate();
   architecture_ = &models::architecture_for(config_.ckpt_dir);
   // Keys the architecture does not declare, and values outside its ranges,

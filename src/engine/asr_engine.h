@@ -28,9 +28,9 @@
 #include <string>
 #include <vector>
 
-#include "core/error.h"
 #include "asr/engine_config.h"
 #include "asr/recognizer.h"
+#include "core/error.h"
 #include "models/architecture.h"
 #include "quant/calibration/input_observer.h"
 #include "quant/report.h"

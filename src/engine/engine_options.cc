@@ -144,8 +144,7 @@ class Parser {
 std::string scalar_text(const Key& key, const nlohmann::json& value) {
   if (value.is_string()) return value.get<std::string>();
   if (value.is_number()) return value.dump();
-  OASR_THROW(kInvalidArgument, "option '", key.name, "' takes ", key.takes, ", got ",
-             value.dump());
+  OASR_THROW(kInvalidArgument, "option '", key.name, "' takes ", key.takes, ", got ", value.dump());
 }
 
 void apply_json(Parser& parser, const nlohmann::json& object) {

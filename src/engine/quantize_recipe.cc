@@ -18,10 +18,10 @@
 #include "layers/quantizable.h"
 #include "models/architecture.h"
 #include "models/native_dir.h"
-#include "quantize/calibrated.h"
-#include "quantize/smoothquant.h"
 #include "quantize/apply.h"
+#include "quantize/calibrated.h"
 #include "quantize/export.h"
+#include "quantize/smoothquant.h"
 
 namespace oasr::engine {
 namespace {

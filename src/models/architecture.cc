@@ -88,7 +88,8 @@ struct Undetected {
 
 Undetected undetected(const std::filesystem::path& path) {
   std::error_code error;
-  if (!std::filesystem::exists(path, error)) return {ErrorCode::kNotFound, "no such file or directory; "};
+  if (!std::filesystem::exists(path, error))
+    return {ErrorCode::kNotFound, "no such file or directory; "};
   if (!looks_like_native_dir(path)) return {};
   std::ifstream in(path / kNativeConfigName);
   const nlohmann::json config = nlohmann::json::parse(in, nullptr, /*allow_exceptions=*/false);
@@ -194,7 +195,8 @@ std::vector<DeclaredDecodeOption> declared_decode_options() {
 
 const engine::DecodeOptionSpec* find_declared_decode_option(std::string_view key) {
   for (const Architecture& architecture : registry()) {
-    const engine::DecodeOptionSpec* spec = engine::find_decode_spec(architecture.decode_options, key);
+    const engine::DecodeOptionSpec* spec =
+        engine::find_decode_spec(architecture.decode_options, key);
     if (spec != nullptr) return spec;
   }
   return nullptr;
@@ -203,7 +205,8 @@ const engine::DecodeOptionSpec* find_declared_decode_option(std::string_view key
 void check_decode_values(const Architecture& architecture, const engine::DecodeValues& values) {
   const std::string& name = architecture.display_name;
   for (const auto& [key, value] : values.items()) {
-    const engine::DecodeOptionSpec* spec = engine::find_decode_spec(architecture.decode_options, key);
+    const engine::DecodeOptionSpec* spec =
+        engine::find_decode_spec(architecture.decode_options, key);
     if (spec == nullptr) {
       std::vector<const Architecture*> declaring;
       for (const Architecture& other : registry()) {
@@ -215,10 +218,10 @@ void check_decode_values(const Architecture& architecture, const engine::DecodeV
       for (const engine::DecodeOptionSpec& own : architecture.decode_options) {
         taken += (taken.empty() ? "" : ", ") + own.key;
       }
-      OASR_THROW(kInvalidArgument, engine::decode_label(key), " is not a ", name,
-                 " decode option",
-                 declaring.empty() ? std::string()
-                                   : " (" + joined_display_names(declaring) + " checkpoints take it)",
+      OASR_THROW(kInvalidArgument, engine::decode_label(key), " is not a ", name, " decode option",
+                 declaring.empty()
+                     ? std::string()
+                     : " (" + joined_display_names(declaring) + " checkpoints take it)",
                  ": drop it; this ", name, " checkpoint takes ", taken);
     }
     if (key == engine::kDecodeMethodKey) {

@@ -25,10 +25,10 @@
 #include <utility>
 #include <vector>
 
-#include "core/dtype.h"
-#include "layers/module.h"
 #include "asr/materialize_options.h"
 #include "asr/recognizer.h"
+#include "core/dtype.h"
+#include "layers/module.h"
 #include "quant/layout.h"
 #include "quant/spec.h"
 

@@ -111,8 +111,8 @@ std::atomic<int64_t> parses{0};
 }  // namespace
 
 bool QuantizationConfig::empty() const {
-  return request_.scheme.empty() && request_.ignore.empty() &&
-         !request_.module_types.has_value() && request_.kv_cache.empty();
+  return request_.scheme.empty() && request_.ignore.empty() && !request_.module_types.has_value() &&
+         request_.kv_cache.empty();
 }
 
 int64_t QuantizationConfig::parse_count() {

@@ -9,8 +9,8 @@
 #include "layers/linear.h"
 #include "layers/norm.h"
 #include "layers/quantizable.h"
-#include "quantize/apply.h"
 #include "quant/methods/fused_producers.h"
+#include "quantize/apply.h"
 
 namespace oasr::quant {
 namespace {

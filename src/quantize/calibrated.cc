@@ -2,10 +2,10 @@
 
 #include "core/error.h"
 #include "layers/quantizable.h"
-#include "quantize/smoothquant.h"
-#include "quantize/apply.h"
 #include "quant/methods/quant_method.h"
 #include "quant/numerics.h"
+#include "quantize/apply.h"
+#include "quantize/smoothquant.h"
 
 namespace oasr::quant {
 namespace {

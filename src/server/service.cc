@@ -262,8 +262,8 @@ TranscriptionService::StreamStart TranscriptionService::start_stream(
   engine::DecodeOverrides overrides = engine::decode_overrides_from_json(start);
   // A stream decodes chunk by chunk: 16 encoder frames unless the request or
   // the engine's defaults say otherwise (where the architecture has chunks).
-  const bool chunked = engine::find_decode_spec(engine_.architecture().decode_options,
-                                                "chunk_size") != nullptr;
+  const bool chunked =
+      engine::find_decode_spec(engine_.architecture().decode_options, "chunk_size") != nullptr;
   if (chunked && !overrides.has("chunk_size") &&
       engine_.decode_options().find<int64_t>("chunk_size").value_or(-1) <= 0) {
     overrides.set("chunk_size", int64_t{16});

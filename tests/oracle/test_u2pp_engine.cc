@@ -86,7 +86,8 @@ EngineConfig config_for(const std::string& method, const Mode& mode, int64_t max
   config.max_batch_size = max_batch_size;
   config.decode.set("decode_method", method);
   // Only the knobs the method reads: the engine refuses the others by name.
-  if (method != "ctc_greedy_search") config.decode.set("beam_size", d.at("beam_size").get<int64_t>());
+  if (method != "ctc_greedy_search")
+    config.decode.set("beam_size", d.at("beam_size").get<int64_t>());
   if (method == "attention_rescoring") {
     config.decode.set("ctc_weight", d.at("ctc_weight").get<double>());
     config.decode.set("reverse_weight", d.at("reverse_weight").get<double>());

@@ -26,10 +26,10 @@
 #include "models/u2pp/materialize.h"
 #include "models/u2pp/u2pp_model.h"
 #include "ops/layer_norm.h"
-#include "quantize/apply.h"
-#include "quantize/apply_links.h"
 #include "quant/methods/fused_producers.h"
 #include "quant/numerics.h"
+#include "quantize/apply.h"
+#include "quantize/apply_links.h"
 #include "support/test_support.h"
 
 namespace oasr::quant {

@@ -25,8 +25,8 @@
 #include "layers/quantizable.h"
 #include "models/u2pp/materialize.h"
 #include "models/u2pp/native_checkpoint.h"
-#include "quantize/smoothquant.h"
 #include "quant/calibration/observers.h"
+#include "quantize/smoothquant.h"
 
 namespace oasr::testing {
 namespace {

@@ -179,11 +179,11 @@ TEST(QuantEngine, OnlineInt8QuantizesEveryDenseGemmButTheKeptOnes) {
 // load sequence, spec selection and the lanes take that type as valid.
 TEST(QuantEngine, AQuantizationStringIsValidatedOnceFromFlagToKernel) {
   const int64_t before = quant::QuantizationConfig::parse_count();
-  const EngineConfig config = engine::engine_config_from_options(
-      {{"ckpt_dir", wenet_dir().string()},
-       {"decode_method", "ctc_prefix_beam_search"},
-       {"quantization", "int8_w8a8"},
-       {"quantization_option", "ignore=decoder.*"}});
+  const EngineConfig config =
+      engine::engine_config_from_options({{"ckpt_dir", wenet_dir().string()},
+                                          {"decode_method", "ctc_prefix_beam_search"},
+                                          {"quantization", "int8_w8a8"},
+                                          {"quantization_option", "ignore=decoder.*"}});
   const ASREngine engine(config);
   EXPECT_EQ(texts(engine).size(), 3u);
   EXPECT_EQ(engine.quantization_info().schemes, std::vector<std::string>{"int8_w8a8"});

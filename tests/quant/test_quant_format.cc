@@ -143,9 +143,8 @@ TEST(QuantConfig, ParseRefusesWhatCannotBeServed) {
                  {"'ignore' was given without a scheme", "--quantization int8_w8a8"});
   expect_refused([] { QuantizationConfig::from_options("", {"module_types=linear"}); },
                  {"'module_types' was given without a scheme"});
-  expect_refused(
-      [] { QuantizationConfig::from_options("int8_w8a8", {"kv_cache=int4"}); },
-      {"kv_cache format 'int4'", "fp8_e4m3"});
+  expect_refused([] { QuantizationConfig::from_options("int8_w8a8", {"kv_cache=int4"}); },
+                 {"kv_cache format 'int4'", "fp8_e4m3"});
   // kv_cache alone is a request without a weight scheme, and valid.
   EXPECT_FALSE(QuantizationConfig::from_options("", {"kv_cache=fp8_e4m3"}).empty());
   EXPECT_TRUE(QuantizationConfig{}.empty());

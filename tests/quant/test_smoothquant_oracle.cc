@@ -12,8 +12,8 @@
 #include <vector>
 
 #include "core/error.h"
-#include "quantize/smoothquant.h"
 #include "quant/calibration/observers.h"
+#include "quantize/smoothquant.h"
 #include "support/test_support.h"
 
 namespace oasr::quant {

@@ -16,14 +16,14 @@
 #include <fstream>
 #include <random>
 
+#include "asr/recognizer.h"
 #include "core/error.h"
 #include "engine/asr_engine.h"
 #include "engine/quantize_recipe.h"
-#include "asr/recognizer.h"
 #include "layers/linear.h"
 #include "models/architecture.h"
-#include "quantize/apply.h"
 #include "quant/lanes/scaled_mm_lane.h"
+#include "quantize/apply.h"
 #include "support/test_support.h"
 
 namespace oasr {
@@ -235,8 +235,9 @@ TEST(ArchitectureRegistry, APathNoArchitectureTakesIsRefusedListingEachOne) {
     return std::string();
   };
   const std::string missing = refusal("/nonexistent-ckpt-dir", ErrorCode::kNotFound);
-  EXPECT_NE(missing.find("/nonexistent-ckpt-dir is no checkpoint oasr reads: no such file or directory"),
-            std::string::npos)
+  EXPECT_NE(
+      missing.find("/nonexistent-ckpt-dir is no checkpoint oasr reads: no such file or directory"),
+      std::string::npos)
       << missing;
   for (const models::Architecture* architecture : models::registered_architectures()) {
     EXPECT_NE(missing.find(architecture->display_name + " (" + architecture->name +
@@ -288,7 +289,8 @@ TEST(ArchitectureRegistry, RefusesDuplicatesAndIncompleteDescriptors) {
     models::register_architecture(incomplete);
     FAIL() << "a descriptor without functions was registered";
   } catch (const Error& e) {
-    EXPECT_NE(std::string(e.what()).find("needs a name, detect, looks_for, materialize"), std::string::npos)
+    EXPECT_NE(std::string(e.what()).find("needs a name, detect, looks_for, materialize"),
+              std::string::npos)
         << e.what();
   }
   EXPECT_EQ(models::find_architecture("registry_test_incomplete"), nullptr);

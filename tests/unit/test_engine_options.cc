@@ -239,7 +239,8 @@ TEST(EngineOptions, LongFormAndFallbackKeys) {
                   {"beam_size (--beam-size) must be an integer in [1, 128], got 0"});
   expect_contains(refusal(check("chunk_size", int64_t{0})),
                   {"chunk_size (--chunk-size) must be -1 or an integer >= 1, got 0"});
-  expect_contains(refusal(check("length_penalty", std::nan(""))), {"length_penalty", "a finite number"});
+  expect_contains(refusal(check("length_penalty", std::nan(""))),
+                  {"length_penalty", "a finite number"});
   EXPECT_NO_THROW(check("chunk_size", int64_t{-1})());
   EXPECT_NO_THROW(check("chunk_size", int64_t{16})());
 }

@@ -475,9 +475,10 @@ TEST(WhisperE2E, DecodeOptionsPerRequest) {
     FAIL() << "a Whisper request took --chunk-size";
   } catch (const Error& e) {
     EXPECT_EQ(e.code(), ErrorCode::kInvalidArgument);
-    EXPECT_NE(std::string(e.what()).find("chunk_size (--chunk-size) is not a Whisper decode option (U2++ "
-                                         "checkpoints take it): drop it"),
-              std::string::npos)
+    EXPECT_NE(
+        std::string(e.what()).find("chunk_size (--chunk-size) is not a Whisper decode option (U2++ "
+                                   "checkpoints take it): drop it"),
+        std::string::npos)
         << e.what();
   }
 }

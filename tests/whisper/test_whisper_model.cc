@@ -260,7 +260,8 @@ TEST_P(WhisperModelOracle, OnlineInt8QuantizesEveryLinearButTheHead) {
   models::WhisperSource source;
   source.config = config_of(c());
   source.weights = weights_of(c());
-  const quant::QuantizationConfig request = quant::QuantizationConfig::parse({.scheme = "int8_w8a8"});
+  const quant::QuantizationConfig request =
+      quant::QuantizationConfig::parse({.scheme = "int8_w8a8"});
   const models::MaterializedWhisper m = models::materialize_whisper_model(source, request);
   int64_t linears = 0;
   for (auto& [path, module] : const_cast<WhisperModel&>(*m.model).named_modules()) {
@@ -297,10 +298,10 @@ TEST_P(WhisperModelOracle, OnlineInt8QuantizesEveryLinearButTheHead) {
   EXPECT_LE(diff, 0.05f * scale);
 
   // conv1d is a calibrated (static) kind: online refuses it by name.
-  const quant::QuantizationConfig conv_request = quant::QuantizationConfig::parse(
-      {.scheme = "int8_w8a8",
-       .module_types =
-           std::vector<quant::LayerKind>{quant::LayerKind::kLinear, quant::LayerKind::kConv1d}});
+  const quant::QuantizationConfig conv_request =
+      quant::QuantizationConfig::parse({.scheme = "int8_w8a8",
+                                        .module_types = std::vector<quant::LayerKind>{
+                                            quant::LayerKind::kLinear, quant::LayerKind::kConv1d}});
   EXPECT_THROW(models::materialize_whisper_model(source, conv_request), Error);
 }
 

@@ -13,10 +13,10 @@
 #include "layers/module.h"
 #include "layers/quantizable.h"
 #include "models/whisper/whisper_materialize.h"
-#include "quantize/smoothquant.h"
+#include "quant/calibration/observers.h"
 #include "quantize/apply.h"
 #include "quantize/apply_links.h"
-#include "quant/calibration/observers.h"
+#include "quantize/smoothquant.h"
 #include "random_whisper_model.h"
 
 namespace oasr::models {
@@ -155,7 +155,8 @@ TEST(WhisperQuantizationLayout, SmoothQuantFoldsKeepTheFunction) {
 TEST(WhisperQuantizationLayout, LinksArmTheDeclaredNorms) {
   const WhisperConfig config = small_config();
   auto model = random_model(config);
-  const quant::QuantizationConfig online = quant::QuantizationConfig::parse({.scheme = "int8_w8a8"});
+  const quant::QuantizationConfig online =
+      quant::QuantizationConfig::parse({.scheme = "int8_w8a8"});
   quant::SpecOptions options;
   options.online = true;
   const quant::QuantLayout layout = whisper_quantization_layout(config);

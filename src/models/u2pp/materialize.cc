@@ -126,9 +126,9 @@ MaterializedU2pp materialize_u2pp_model(const ModelSource& source,
                                         const MaterializeOptions& options) {
   MaterializedU2pp out;
   out.model = std::make_unique<U2ppModel>(source.config.model);
-  out.spec = load_model(*out.model, u2pp_quantization_layout(source.config.model),
-                        {source.weights.get(), source.quantization, source.dir}, quantization,
-                        options);
+  out.spec =
+      load_model(*out.model, u2pp_quantization_layout(source.config.model),
+                 {source.weights.get(), source.quantization, source.dir}, quantization, options);
   return out;
 }
 

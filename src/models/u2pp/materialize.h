@@ -10,8 +10,8 @@
 #include "models/load_sequence.h"
 #include "models/u2pp/model_source.h"
 #include "models/u2pp/u2pp_model.h"
-#include "quantize/apply.h"
 #include "quant/spec.h"
+#include "quantize/apply.h"
 
 namespace oasr::models {
 

@@ -16,8 +16,8 @@
 #include <sstream>
 
 #include "core/error.h"
-#include "io/posix_file.h"
 #include "io/json_file.h"
+#include "io/posix_file.h"
 #include "io/safetensors.h"
 #include "io/staged_directory.h"
 #include "layers/checkpoint_source.h"
@@ -269,7 +269,6 @@ NativeConfig parse_native(const json& document, const std::string& what) {
 }
 
 // ---- files --------------------------------------------------------------------
-
 
 // The files of the checkpoint, written into `dir`.
 void write_contents(const ModelSource& source, const fs::path& dir,

@@ -163,8 +163,8 @@ Architecture u2pp_architecture() {
   architecture.name = kU2ppArchitectureName;
   architecture.display_name = "U2++";
   architecture.detect = detect_u2pp;
-  architecture.looks_for = std::string("an oasr directory whose ") + kNativeConfigName +
-                           " names " + kU2ppArchitectureName +
+  architecture.looks_for = std::string("an oasr directory whose ") + kNativeConfigName + " names " +
+                           kU2ppArchitectureName +
                            ", a WeNet experiment directory (train.yaml) or a .pt file inside one";
   architecture.make_recognizer = engine::u2pp_recognizer_factory();
   architecture.decode_options = engine::u2pp_decode_options();

@@ -105,8 +105,9 @@ std::vector<DecodeOptionSpec> u2pp_decode_options() {
   DecodeOptionSpec method;
   method.key = kDecodeMethodKey;
   method.kind = DecodeValueKind::kText;
-  method.help = "the search: CTC greedy, CTC prefix beam, or the prefix beam's n-best rescored "
-                "by the attention decoder";
+  method.help =
+      "the search: CTC greedy, CTC prefix beam, or the prefix beam's n-best rescored "
+      "by the attention decoder";
   method.default_text = "the checkpoint's (attention_rescoring)";
   method.choices = {kCtcGreedy, kCtcPrefixBeam, kRescoring};
   method.aliases = {"decoding_method"};

@@ -14,10 +14,10 @@
 #include <span>
 #include <vector>
 
+#include "asr/recognizer.h"
 #include "audio/fbank.h"
 #include "decode/ctc_search.h"
 #include "decode/units.h"
-#include "asr/recognizer.h"
 #include "models/u2pp/model_source.h"
 #include "models/u2pp/u2pp_model.h"
 #include "models/u2pp/u2pp_streaming.h"

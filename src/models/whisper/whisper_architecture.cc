@@ -160,7 +160,8 @@ Architecture whisper_architecture() {
   architecture.serves_cuda = true;
   architecture.decodes_timestamps = true;
   architecture.detect = [](const std::filesystem::path& path) { return is_whisper_dir(path); };
-  architecture.looks_for = "a directory whose config.json has model_type whisper (Hugging Face's layout, "
+  architecture.looks_for =
+      "a directory whose config.json has model_type whisper (Hugging Face's layout, "
       "which oasr's Whisper directories keep)";
   architecture.make_recognizer = engine::whisper_recognizer_factory();
   architecture.decode_options = engine::whisper_decode_options();

@@ -9,8 +9,8 @@
 #include "models/load_sequence.h"
 #include "models/whisper/whisper_config.h"
 #include "models/whisper/whisper_model.h"
-#include "quantize/apply.h"
 #include "quant/spec.h"
+#include "quantize/apply.h"
 
 namespace oasr::models {
 

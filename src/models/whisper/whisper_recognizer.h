@@ -54,11 +54,11 @@
 #include <string>
 #include <vector>
 
+#include "asr/materialize_options.h"
+#include "asr/recognizer.h"
 #include "audio/whisper_mel.h"
 #include "decode/byte_bpe_tokenizer.h"
 #include "decode/whisper_search.h"
-#include "asr/recognizer.h"
-#include "asr/materialize_options.h"
 #include "models/whisper/whisper_config.h"
 #include "models/whisper/whisper_model.h"
 #include "quant/spec.h"

@@ -13,8 +13,8 @@
 #include <sstream>
 
 #include "core/error.h"
-#include "io/posix_file.h"
 #include "io/json_file.h"
+#include "io/posix_file.h"
 #include "io/safetensors.h"
 #include "io/staged_directory.h"
 #include "models/native_dir.h"
@@ -30,7 +30,6 @@ namespace {
 // Tokenizer and processor files of an HF directory, copied as they are.
 constexpr const char* kCopiedHfFiles[] = {"tokenizer_config.json", "special_tokens_map.json",
                                           "normalizer.json", "preprocessor_config.json"};
-
 
 bool is_file(const fs::path& path) {
   std::error_code error;
@@ -115,8 +114,8 @@ void write_contents(const WhisperSource& source, const fs::path& dir,
   }
   const auto dump = [](const ordered_json& document) { return document.dump(2) + "\n"; };
   io::write_file_synced(dir / "config.json",
-                    dump(whisper_hf_config_json(source.config, source.generation,
-                                                torch_dtype_name(embed_dtype))));
+                        dump(whisper_hf_config_json(source.config, source.generation,
+                                                    torch_dtype_name(embed_dtype))));
   io::write_file_synced(dir / "generation_config.json", dump(source.generation.to_hf_json()));
   // transformers refuses safetensors whose metadata does not say "pt".
   io::save_safetensors(dir / "model.safetensors", tensors, {{"format", "pt"}});
@@ -128,20 +127,22 @@ void write_contents(const WhisperSource& source, const fs::path& dir,
     io::write_file_synced(dir / "vocab.json", io::read_file_bytes(source.vocab_json));
     io::write_file_synced(dir / "merges.txt", io::read_file_bytes(source.merges_txt));
     if (!source.added_tokens_json.empty()) {
-      io::write_file_synced(dir / "added_tokens.json", io::read_file_bytes(source.added_tokens_json));
+      io::write_file_synced(dir / "added_tokens.json",
+                            io::read_file_bytes(source.added_tokens_json));
     }
   }
   for (const char* name : kCopiedHfFiles) {
-    if (is_file(source.dir / name)) io::write_file_synced(dir / name, io::read_file_bytes(source.dir / name));
+    if (is_file(source.dir / name))
+      io::write_file_synced(dir / name, io::read_file_bytes(source.dir / name));
   }
   if (!source.tokenizer_json.empty() && !is_file(dir / "tokenizer_config.json") &&
       !is_file(dir / "special_tokens_map.json")) {
     io::write_file_synced(dir / "tokenizer_config.json",
-                      dump(tokenizer_config(source.tokenizer_json, source.generation)));
+                          dump(tokenizer_config(source.tokenizer_json, source.generation)));
   }
   if (!is_file(dir / "preprocessor_config.json")) {
     io::write_file_synced(dir / "preprocessor_config.json",
-                      dump(preprocessor_config(source.config.num_mel_bins)));
+                          dump(preprocessor_config(source.config.num_mel_bins)));
   }
   ordered_json oasr_config;
   oasr_config["architecture"] = kWhisperArchitectureName;
