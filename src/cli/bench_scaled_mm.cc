@@ -36,6 +36,7 @@
 #include "core/device.h"
 #include "core/error.h"
 #include "quant/format.h"
+#include "quant/number_format.h"
 #if OASR_WITH_CUDA
 #include <cuda_runtime_api.h>
 
@@ -152,17 +153,17 @@ class DeviceBuffers {
   std::vector<void*> owned_;
 };
 
-// Random operands: int8 uniform in [-127, 127]; e4m3 codes of magnitude up
-// to 8 (a quantized activation's typical range; the kernels' time does not
-// depend on the values).
+// Random operands: values uniform in [-8, 8] quantized at the format's own
+// rule (its traits row), one row (the kernels' time does not depend on the
+// values).
 std::vector<uint8_t> random_operand(QDType format, size_t count, std::mt19937& rng) {
-  std::vector<uint8_t> out(count);
-  std::uniform_int_distribution<int> value(-127, 127);
+  const quant::NumberFormat& row = quant::number_format(format);
+  std::vector<float> values(count);
   std::uniform_real_distribution<float> real(-8.0f, 8.0f);
-  for (uint8_t& v : out) {
-    v = format == QDType::kInt8 ? static_cast<uint8_t>(static_cast<int8_t>(value(rng)))
-                                : f32_to_e4m3_bits(real(rng));
-  }
+  for (float& v : values) v = real(rng);
+  std::vector<uint8_t> out(count * dtype_size(row.storage));
+  float scale = 0.0f;
+  row.quantize_row(values.data(), nullptr, static_cast<int64_t>(count), out.data(), &scale);
   return out;
 }
 
@@ -195,7 +196,7 @@ void run_oasr(const BenchScaledMMOptions& options, const std::vector<Shape>& sha
   std::mt19937 rng(0);
   for (const Shape& shape : shapes) {
     for (QDType format : formats) {
-      const std::string format_name = format == QDType::kInt8 ? "int8" : "fp8";
+      const std::string format_name = quant::number_format(format).method;
       std::string why;
       if (!quant::cuda::mma_sync_supported(format, device_index, &why)) {
         nlohmann::ordered_json line;
@@ -340,9 +341,14 @@ void run_bench_scaled_mm(const BenchScaledMMOptions& options) {
   OASR_CHECK(options.format == "int8" || options.format == "fp8" || options.format == "all",
              kInvalidArgument, "--format '", options.format, "': use int8, fp8 or all");
   const std::vector<Shape> shapes = parse_shapes(options.shapes);
+  // The formats the mma_sync lane's kernels take, by their method name.
   std::vector<QDType> formats;
-  if (options.format != "fp8") formats.push_back(QDType::kInt8);
-  if (options.format != "int8") formats.push_back(QDType::kFp8E4M3);
+  for (QDType id : quant::number_formats()) {
+    const quant::NumberFormat& row = quant::number_format(id);
+    const bool on_gpu =
+        std::find(row.cuda_lanes.begin(), row.cuda_lanes.end(), "mma_sync") != row.cuda_lanes.end();
+    if (on_gpu && (options.format == "all" || options.format == row.method)) formats.push_back(id);
+  }
 #if OASR_WITH_CUDA
   std::map<ResultKey, double> results;
   run_oasr(options, shapes, formats, device_index, results);

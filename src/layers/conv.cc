@@ -3,6 +3,7 @@
 #include "core/error.h"
 #include "ops/depthwise_conv1d.h"
 #include "ops/embedding.h"
+#include "quant/number_format.h"
 
 namespace oasr::layers {
 
@@ -51,8 +52,9 @@ quant::GemmGeometry Conv2d::quant_geometry() const {
 }
 
 std::string Conv2d::quant_refusal(const quant::QuantScheme& scheme) const {
-  if (scheme.weight.dtype != quant::QDType::kInt8) {
-    return "convolutions are int8 only (scheme " + scheme.name + ")";
+  if (!quant::number_format(scheme.weight.dtype).serves_convolution) {
+    return "convolutions are " + quant::convolution_format_names() + " only (scheme " +
+           scheme.name + ")";
   }
   if (options_.groups != 1) return "a grouped convolution (groups != 1)";
   return gemm_alignment_refusal(in_channels_, out_channels_, "in_channels", "out_channels");

@@ -3,6 +3,7 @@
 #include "core/error.h"
 #include "ops/activation.h"
 #include "ops/conv2d.h"
+#include "quant/number_format.h"
 
 namespace oasr::layers {
 
@@ -65,8 +66,9 @@ quant::GemmGeometry Conv1d::quant_geometry() const {
 }
 
 std::string Conv1d::quant_refusal(const quant::QuantScheme& scheme) const {
-  if (scheme.weight.dtype != quant::QDType::kInt8) {
-    return "convolutions are int8 only (scheme " + scheme.name + ")";
+  if (!quant::number_format(scheme.weight.dtype).serves_convolution) {
+    return "convolutions are " + quant::convolution_format_names() + " only (scheme " +
+           scheme.name + ")";
   }
   return gemm_alignment_refusal(in_channels_, out_channels_, "in_channels", "out_channels");
 }

@@ -236,9 +236,10 @@ Tensor QuantizableLayer::quant_forward_conv_cuda(const Tensor& x, int64_t kernel
   const quant::QuantMethod& method = *quant_method_;
   const std::string who = quant_module().path();
   OASR_CHECK(method.has_static_input() && !method.runtime_smoothed() &&
-                 method.format() == quant::QDType::kInt8,
+                 method.number_format().serves_convolution,
              kInternal, who,
-             ": a quantized convolution takes int8 at a static input scale without a smoother");
+             ": a quantized convolution takes a convolution format (int8) at a static input "
+             "scale without a smoother");
 #if defined(OASR_WITH_CUDA)
   const Tensor xc = x.contiguous();
   quant::cuda::Im2colGeometry g;
@@ -257,8 +258,8 @@ Tensor QuantizableLayer::quant_forward_conv_cuda(const Tensor& x, int64_t kernel
   const int64_t rows = g.batch * out_h * out_w;
   const int64_t patch = kernel_h * kernel_w * g.channels;
   quant::QuantizedActivation a;
-  a.format = quant::QDType::kInt8;
-  a.data = Tensor::empty({rows, patch}, DType::kI8, x.device());
+  a.format = method.format();
+  a.data = Tensor::empty({rows, patch}, method.storage_dtype(), x.device());
   a.scale = method.static_scale_column(rows);
   // The multiplier of a layer without a smoother: 1 * (1 / input_scale).
   const float multiplier = quant::static_multiplier(method.static_input_scale(), 1.0f);

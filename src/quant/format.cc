@@ -3,6 +3,7 @@
 #include <array>
 
 #include "core/error.h"
+#include "quant/number_format.h"
 
 namespace oasr::quant {
 namespace {
@@ -65,19 +66,11 @@ std::vector<std::string> scheme_preset_names() {
 }
 
 std::string_view to_string(QDType dtype) {
-  switch (dtype) {
-    case QDType::kInt8:
-      return "int8";
-    case QDType::kFp8E4M3:
-      return "fp8_e4m3";
-    case QDType::kNvfp4:
-      return "nvfp4";
-    case QDType::kInt4:
-      return "int4";
-    case QDType::kBf16:
-      return "bf16";
-  }
-  return "?";
+  // Error messages name formats through here, so an unregistered id is
+  // named, not thrown (number_format() is the lookup that refuses).
+  const size_t registered = number_formats().size();
+  if (static_cast<size_t>(dtype) >= registered) return "an unregistered number format";
+  return number_format(dtype).name;
 }
 
 std::string_view to_string(Granularity granularity) {

@@ -9,9 +9,9 @@
 namespace oasr::quant {
 
 struct QuantizedActivation {
-  Tensor data;   // int8 or float8_e4m3fn [M, K], contiguous
-  Tensor scale;  // fp32 [M]: one per row (a static scale is repeated per row)
-  QDType format = QDType::kInt8;
+  Tensor data;                    // int8 or float8_e4m3fn [M, K], contiguous
+  Tensor scale;                   // fp32 [M]: one per row (a static scale is repeated per row)
+  QDType format = QDType::kBf16;  // set by whoever quantizes (kBf16: not yet)
 
   const Shape& shape() const { return data.shape(); }
 };

@@ -6,6 +6,7 @@
 
 #include "core/error.h"
 #include "quant/methods/quant_method.h"
+#include "quant/number_format.h"
 
 namespace oasr::quant {
 
@@ -38,11 +39,11 @@ std::vector<std::string> string_list(const nlohmann::json& value, const char* ke
 }
 
 QDType parse_qdtype(const std::string& text, const std::string& what) {
-  for (QDType t : {QDType::kInt8, QDType::kFp8E4M3, QDType::kNvfp4, QDType::kInt4, QDType::kBf16}) {
-    if (to_string(t) == text) return t;
-  }
-  OASR_THROW(kCorruptFile, what, ": unknown quantized dtype '", text,
-             "' (int8, fp8_e4m3, nvfp4, int4, bf16)");
+  if (const NumberFormat* format = find_number_format(text)) return format->id;
+  std::string known;
+  for (QDType id : number_formats())
+    known += (known.empty() ? "" : ", ") + std::string(to_string(id));
+  OASR_THROW(kCorruptFile, what, ": unknown quantized dtype '", text, "' (", known, ")");
 }
 
 Granularity parse_granularity(const std::string& text, const std::string& what) {

@@ -6,6 +6,7 @@
 #include "core/error.h"
 #include "layers/quantizable.h"
 #include "quant/lanes/scaled_mm_lane.h"
+#include "quant/number_format.h"
 
 namespace oasr::quant {
 
@@ -67,9 +68,9 @@ void check_kinds_allowed(const QuantScheme& scheme, const std::vector<LayerKind>
                          const SpecOptions& options, const char* where) {
   for (LayerKind kind : kinds) {
     if (!is_convolution(kind)) continue;
-    OASR_CHECK(scheme.weight.dtype == QDType::kInt8, kUnsupported, where, ": the ", to_string(kind),
-               " kind cannot be quantized with ", scheme.name,
-               ": convolutions are int8 only; drop ", to_string(kind),
+    OASR_CHECK(number_format(scheme.weight.dtype).serves_convolution, kUnsupported, where, ": the ",
+               to_string(kind), " kind cannot be quantized with ", scheme.name,
+               ": convolutions are ", convolution_format_names(), " only; drop ", to_string(kind),
                " from module_types or use an int8 scheme");
     OASR_CHECK(!options.online, kUnsupported, where, ": the ", to_string(kind),
                " kind needs a calibrated static input scale, which online quantization cannot "

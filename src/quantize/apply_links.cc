@@ -53,6 +53,15 @@ std::string norm_link_refusal(const SmoothGroup& group,
     if (!fused_producers_available(layer_device(*layer))) {
       return "no fused norm -> quantize kernel on " + layer_device(*layer).str() + " yet";
     }
+    const NumberFormat& row = method.number_format();
+    const bool has_body = layer_device(*layer).is_cuda()
+                              ? row.cuda_fused_producers
+                              : row.cpu_fused.layer_norm_quant != nullptr &&
+                                    row.cpu_fused.add_layer_norm_residual_quant != nullptr;
+    if (!has_body) {
+      return "the " + row.name + " format has no fused norm -> quantize body on " +
+             layer_device(*layer).str();
+    }
   }
   return group.consumers.empty() ? "it declares no consumers" : "";
 }
@@ -72,6 +81,14 @@ std::string chain_link_refusal(const layers::QuantizableLayer* producer,
   }
   if (!fused_producers_available(layer_device(*producer))) {
     return "no scaled_mm_quant kernel on " + layer_device(*producer).str() + " yet";
+  }
+  const NumberFormat& row = p.number_format();
+  const bool has_body = layer_device(*producer).is_cuda()
+                            ? row.cuda_fused_producers
+                            : row.cpu_fused.quantize_epilogue_static != nullptr;
+  if (!has_body) {
+    return "the " + row.name + " format has no quantizing epilogue on " +
+           layer_device(*producer).str();
   }
   return "";
 }
@@ -116,7 +133,7 @@ LinkSummary link_quantization(Module& model, const QuantLayout& layout,
       OASR_CHECK(norm != nullptr, kInternal, "the ", layout.architecture,
                  " layout fuses the output of '", group.producer,
                  "', which is not a LayerNorm of this model");
-      QDType format = QDType::kInt8;
+      QDType format{};  // set by norm_link_refusal from the consumers
       const std::string why = norm_link_refusal(group, modules, format);
       if (!why.empty()) {
         summary.not_armed.push_back(group.producer + ": " + why);

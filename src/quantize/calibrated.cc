@@ -3,6 +3,7 @@
 #include "core/error.h"
 #include "layers/quantizable.h"
 #include "quant/methods/quant_method.h"
+#include "quant/number_format.h"
 #include "quant/numerics.h"
 #include "quantize/apply.h"
 #include "quantize/smoothquant.h"
@@ -76,7 +77,7 @@ StaticInputScale choose_static_input_scale(const CalibrationRecorder& recorder,
   out.clip = histogram.choose_clip(observer, format);
   out.observed_max = histogram.max();
   out.values = histogram.count();
-  out.input_scale = act::detail::div_rn(out.clip, format_max(format));
+  out.input_scale = number_format(format).scale_of_amax(out.clip);
   return out;
 }
 

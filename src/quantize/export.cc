@@ -5,6 +5,7 @@
 
 #include "core/error.h"
 #include "layers/quantizable.h"
+#include "quant/number_format.h"
 
 namespace oasr::quant {
 
@@ -19,10 +20,11 @@ struct Expected {
 // optional input_scale / smooth_inv, bias in the served dtype).
 void add_expected_tensors(const LayerQuantization& entry, const QuantScheme& scheme,
                           const GemmGeometry& geometry, std::map<std::string, Expected>* out) {
-  OASR_CHECK(scheme.weight.dtype == QDType::kInt8 || scheme.weight.dtype == QDType::kFp8E4M3,
-             kInternal, "export: layer '", entry.path, "' has scheme ", scheme.name,
-             ", which has no native storage (int8 or fp8 weights)");
-  const DType weight_dtype = scheme.weight.dtype == QDType::kInt8 ? DType::kI8 : DType::kF8E4M3;
+  const NumberFormat& format = number_format(scheme.weight.dtype);
+  OASR_CHECK(format.exportable, kUnsupported, "export: layer '", entry.path, "' has scheme ",
+             scheme.name, ", whose ", format.name,
+             " weights have no native checkpoint storage; serve it online instead");
+  const DType weight_dtype = format.storage;
   (*out)[entry.path + ".weight"] = {weight_dtype, geometry.quantized_weight_shape};
   (*out)[entry.path + ".weight_scale"] = {DType::kF32, {geometry.out_features}};
   if (entry.runtime_smoothed) {

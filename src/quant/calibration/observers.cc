@@ -4,6 +4,7 @@
 #include <cmath>
 
 #include "core/error.h"
+#include "quant/number_format.h"
 #include "quant/numerics.h"
 
 namespace oasr::quant {
@@ -57,16 +58,14 @@ void AbsHistogram::update(const float* values, int64_t count) {
 }
 
 float format_max(QDType format) {
-  return format == QDType::kInt8 ? kInt8Max : kE4m3Max;
+  return number_format(format).max_value;
 }
 
 float fake_quantize(float value, float clip, QDType format) {
-  const float q = format_max(format);
-  const float multiplier = static_multiplier(act::detail::div_rn(clip, q), 1.0f);
-  const float scaled = act::detail::mul_rn(value, multiplier);
-  const float dequantized_unit = format == QDType::kInt8 ? static_cast<float>(quantize_int8(scaled))
-                                                         : e4m3_bits_to_f32(quantize_e4m3(scaled));
-  return act::detail::mul_rn(dequantized_unit, act::detail::div_rn(clip, q));
+  const NumberFormat& row = number_format(format);
+  const float scale = row.scale_of_amax(clip);
+  const float scaled = act::detail::mul_rn(value, static_multiplier(scale, 1.0f));
+  return act::detail::mul_rn(row.round_to_grid(scaled), scale);
 }
 
 double AbsHistogram::expected_error(float clip, QDType format) const {

@@ -67,10 +67,11 @@ class AbsHistogram {
 const std::vector<std::string>& static_observer_names();  // mse, minmax
 void check_static_observer(const std::string& name);      // kInvalidArgument listing the names
 
-// Q of the format: 127 (int8) or 448 (e4m3).
+// Q of the format (its traits row's max_value: 127 int8, 448 e4m3).
 float format_max(QDType format);
-// Quantize-dequantize of one value under a symmetric static scale clip / Q,
-// exactly as the served quantize rounds (int8 rne + clamp; e4m3 rne + saturate).
+// Quantize-dequantize of one value under the format's static scale of
+// `clip` (its scale rule), exactly as the served quantize rounds (int8 rne +
+// clamp; e4m3 rne + saturate).
 float fake_quantize(float value, float clip, QDType format);
 
 struct LayerObservation {

@@ -23,6 +23,7 @@
 
 #include "core/error.h"
 #include "quant/importers/importer.h"
+#include "quant/number_format.h"
 #include "quant/spec.h"
 
 namespace oasr::quant {
@@ -105,16 +106,18 @@ TensorQuant parse_args(const json& args, const Where& where, bool is_weight,
   const int64_t bits = args.at("num_bits").get<int64_t>();
   const std::string type = args.contains("type") ? string_field(args, "type", where) : "int";
   TensorQuant q;
-  if (type == "int" && bits == 8) {
-    q.dtype = QDType::kInt8;
-  } else if (type == "float" && bits == 8) {
-    q.dtype = QDType::kFp8E4M3;
-  } else if (type == "float" && bits == 4) {
-    q.dtype = QDType::kNvfp4;
-  } else {
-    OASR_THROW(kUnsupported, where.str(), ": num_bits ", bits, " with type '", type,
-               "' is not supported (supported: int 8, float 8 (e4m3), float 4 (nvfp4))");
+  const NumberFormat* format = nullptr;
+  std::string supported;
+  for (QDType id : number_formats()) {
+    const NumberFormat& row = number_format(id);
+    if (row.compressed_tensors_type.empty()) continue;
+    if (row.compressed_tensors_type == type && row.compressed_tensors_bits == bits) format = &row;
+    supported += (supported.empty() ? "" : ", ") + row.compressed_tensors_type + " " +
+                 std::to_string(row.compressed_tensors_bits) + " (" + row.name + ")";
   }
+  OASR_CHECK(format != nullptr, kUnsupported, where.str(), ": num_bits ", bits, " with type '",
+             type, "' is not supported (supported: ", supported, ")");
+  q.dtype = format->id;
 
   const bool symmetric = args.value("symmetric", true);
   OASR_CHECK(symmetric, kUnsupported, where.at("symmetric").str(),
@@ -139,7 +142,7 @@ TensorQuant parse_args(const json& args, const Where& where, bool is_weight,
   std::string strategy = is_null_or_absent(args, "strategy")
                              ? (has_group ? "group" : "tensor")
                              : string_field(args, "strategy", where);
-  if (q.dtype == QDType::kNvfp4) {
+  if (format->micro_scaled) {
     OASR_CHECK(strategy == "tensor_group" && args.value("group_size", json()) == 16, kUnsupported,
                where.str(),
                ": float 4 is read as NVFP4, which needs strategy \"tensor_group\" "
@@ -188,15 +191,19 @@ TensorQuant parse_args(const json& args, const Where& where, bool is_weight,
 
 // The storage formats a preset's tensors can come in.
 void check_format(const std::string& format, QDType dtype, const Where& where) {
-  static const std::set<std::string> kKnown = {"int-quantized", "float-quantized",
-                                               "naive-quantized", "nvfp4-pack-quantized"};
-  OASR_CHECK(kKnown.count(format) > 0, kUnsupported, where.str(), " '", format,
-             "' is not supported (supported: int-quantized, float-quantized, naive-quantized, "
-             "nvfp4-pack-quantized)");
-  const bool consistent = format == "naive-quantized" ||
-                          (format == "int-quantized" && dtype == QDType::kInt8) ||
-                          (format == "float-quantized" && dtype == QDType::kFp8E4M3) ||
-                          (format == "nvfp4-pack-quantized" && dtype == QDType::kNvfp4);
+  // "naive-quantized" stores any format; the others name the one they store.
+  std::set<std::string> known = {"naive-quantized"};
+  for (QDType id : number_formats()) {
+    if (!number_format(id).compressed_tensors_format.empty()) {
+      known.insert(number_format(id).compressed_tensors_format);
+    }
+  }
+  std::string supported;
+  for (const std::string& name : known) supported += (supported.empty() ? "" : ", ") + name;
+  OASR_CHECK(known.count(format) > 0, kUnsupported, where.str(), " '", format,
+             "' is not supported (supported: ", supported, ")");
+  const bool consistent =
+      format == "naive-quantized" || number_format(dtype).compressed_tensors_format == format;
   OASR_CHECK(consistent, kCorruptFile, where.str(), " '", format, "' does not store ",
              to_string(dtype), " weights");
 }

@@ -5,6 +5,7 @@
 #include "core/env.h"
 #include "core/error.h"
 #include "quant/kernels/cpu/scaled_mm_reference.h"
+#include "quant/number_format.h"
 #if defined(OASR_WITH_CUDA)
 #include "quant/kernels/cuda/native/scaled_mm_native.h"
 #include "quant/kernels/cuda/scaled_mm_cuda.h"
@@ -105,10 +106,7 @@ std::vector<ScaledMMLane> builtin_lanes() {
   cublaslt.requirement = "cuBLASLt 8-bit GEMMs on this GPU";
   cublaslt.cuda_scaled_mm = cuda::scaled_mm_cublaslt;
   cublaslt.cuda_supports = cuda::cublaslt_supported;
-  cublaslt.cuda_kernel_name = [](QDType format, int64_t, int64_t, int64_t) {
-    return std::string(format == QDType::kInt8 ? "cublasLt s8s8->s32" : "cublasLt e4m3->f32") +
-           " + epilogue kernel";
-  };
+  cublaslt.cuda_kernel_name = cuda::cublaslt_kernel_name;
   lanes.push_back(cublaslt);
 #endif
   return lanes;
@@ -141,15 +139,11 @@ std::string lane_names(DeviceType device) {
 }  // namespace
 
 bool ScaledMMLane::serves(QDType format) const {
-  if (is_cuda()) return format == QDType::kInt8 || format == QDType::kFp8E4M3;
-  switch (format) {
-    case QDType::kInt8:
-      return scaled_mm_int8 && quantize_per_token_int8 && quantize_static_int8;
-    case QDType::kFp8E4M3:
-      return scaled_mm_e4m3 && quantize_per_token_e4m3 && quantize_static_e4m3;
-    default:
-      return false;
+  const NumberFormat& row = number_format(format);
+  if (is_cuda()) {
+    return std::find(row.cuda_lanes.begin(), row.cuda_lanes.end(), name) != row.cuda_lanes.end();
   }
+  return row.cpu_kernels && row.cpu_kernels(*this).complete();
 }
 
 bool ScaledMMLane::serves_on(QDType format, Device device, std::string* why) const {

@@ -3,7 +3,7 @@
 #include <atomic>
 
 #include "core/error.h"
-#include "quant/kernels/cpu/fused_producers.h"
+#include "quant/number_format.h"
 #if defined(OASR_WITH_CUDA)
 #include "quant/kernels/cuda/quantize_cuda.h"
 #endif
@@ -15,10 +15,15 @@ std::atomic<int64_t> g_layer_norm_quant_calls{0};
 std::atomic<int64_t> g_add_layer_norm_quant_calls{0};
 std::atomic<int64_t> g_scaled_mm_quant_calls{0};
 
-DType storage_dtype_of(QDType format) {
-  OASR_CHECK(format == QDType::kInt8 || format == QDType::kFp8E4M3, kInternal,
-             "fused norm quantize: format ", to_string(format), " is not int8 or fp8 e4m3");
-  return format == QDType::kInt8 ? DType::kI8 : DType::kF8E4M3;
+// The format's row, refusing one without a fused body on `device`.
+const NumberFormat& fused_format(const char* op, QDType format, Device device) {
+  const NumberFormat& row = number_format(format);
+  const bool has_body = device.is_cuda() ? row.cuda_fused_producers
+                                         : row.cpu_fused.layer_norm_quant != nullptr &&
+                                               row.cpu_fused.add_layer_norm_residual_quant;
+  OASR_CHECK(has_body, kUnsupported, op, ": the ", row.name, " format has no fused body on ",
+             device.str(), "; disarm the links (OASR_QUANT_FUSION=0)");
+  return row;
 }
 
 // Validates the norm's operands; returns D.
@@ -49,10 +54,11 @@ const float* data_or_null(const Tensor& t) {
   return t.defined() ? t.data<float>() : nullptr;
 }
 
-QuantizedActivation empty_activation(int64_t rows, int64_t features, QDType format, Device device) {
+QuantizedActivation empty_activation(int64_t rows, int64_t features, const NumberFormat& format,
+                                     Device device) {
   QuantizedActivation out;
-  out.format = format;
-  out.data = Tensor::empty({rows, features}, storage_dtype_of(format), device);
+  out.format = format.id;
+  out.data = Tensor::empty({rows, features}, format.storage, device);
   out.scale = Tensor::empty({rows}, DType::kF32, device);
   return out;
 }
@@ -83,7 +89,8 @@ QuantizedActivation layer_norm_quant(const Tensor& x, const Tensor& weight, cons
   const Tensor w_c = weight.defined() ? weight.contiguous() : Tensor();
   const Tensor b_c = bias.defined() ? bias.contiguous() : Tensor();
   const int64_t rows = features == 0 ? 0 : x.numel() / features;
-  QuantizedActivation out = empty_activation(rows, features, format, x.device());
+  const NumberFormat& row = fused_format(kOp, format, x.device());
+  QuantizedActivation out = empty_activation(rows, features, row, x.device());
   if (x.device().is_cuda()) {
 #if defined(OASR_WITH_CUDA)
     if (rows > 0) {
@@ -92,13 +99,9 @@ QuantizedActivation layer_norm_quant(const Tensor& x, const Tensor& weight, cons
                              x.device().index);
     }
 #endif
-  } else if (format == QDType::kInt8) {
-    cpu::layer_norm_quant_int8(x_c.data<float>(), data_or_null(w_c), data_or_null(b_c), rows,
-                               features, eps, out.data.data<int8_t>(), out.scale.data<float>());
   } else {
-    cpu::layer_norm_quant_e4m3(x_c.data<float>(), data_or_null(w_c), data_or_null(b_c), rows,
-                               features, eps, static_cast<uint8_t*>(out.data.raw_data()),
-                               out.scale.data<float>());
+    row.cpu_fused.layer_norm_quant(x_c.data<float>(), data_or_null(w_c), data_or_null(b_c), rows,
+                                   features, eps, out.data.raw_data(), out.scale.data<float>());
   }
   note_fused_producer_call(FusedProducer::kLayerNormQuant);
   return out;
@@ -121,7 +124,8 @@ AddLayerNormQuantResult add_layer_norm_residual_quant(const Tensor& x, const Ten
   const int64_t rows = features == 0 ? 0 : x.numel() / features;
   AddLayerNormQuantResult out;
   out.sum = Tensor::empty(x.shape(), x.dtype(), x.device());
-  out.quantized = empty_activation(rows, features, format, x.device());
+  const NumberFormat& row = fused_format(kOp, format, x.device());
+  out.quantized = empty_activation(rows, features, row, x.device());
   if (x.device().is_cuda()) {
 #if defined(OASR_WITH_CUDA)
     if (rows > 0) {
@@ -131,15 +135,10 @@ AddLayerNormQuantResult add_layer_norm_residual_quant(const Tensor& x, const Ten
           out.quantized.scale.data<float>(), x.device().index);
     }
 #endif
-  } else if (format == QDType::kInt8) {
-    cpu::add_layer_norm_residual_quant_int8(
-        x_c.data<float>(), r_c.data<float>(), alpha, data_or_null(w_c), data_or_null(b_c), rows,
-        features, eps, out.sum.data<float>(), out.quantized.data.data<int8_t>(),
-        out.quantized.scale.data<float>());
   } else {
-    cpu::add_layer_norm_residual_quant_e4m3(
+    row.cpu_fused.add_layer_norm_residual_quant(
         x_c.data<float>(), r_c.data<float>(), alpha, data_or_null(w_c), data_or_null(b_c), rows,
-        features, eps, out.sum.data<float>(), static_cast<uint8_t*>(out.quantized.data.raw_data()),
+        features, eps, out.sum.data<float>(), out.quantized.data.raw_data(),
         out.quantized.scale.data<float>());
   }
   note_fused_producer_call(FusedProducer::kAddLayerNormResidualQuant);

@@ -8,6 +8,7 @@
 #include "quant/kernels/cpu/fused_producers.h"
 #include "quant/kernels/cpu/scaled_mm_reference.h"
 #include "quant/methods/fused_producers.h"
+#include "quant/number_format.h"
 #include "quant/numerics.h"
 #if defined(OASR_WITH_CUDA)
 #include "quant/kernels/cuda/quantize_cuda.h"
@@ -27,8 +28,12 @@ QuantMethod::QuantMethod(QuantScheme scheme) : scheme_(std::move(scheme)) {
   check_servable(scheme_);
 }
 
+const NumberFormat& QuantMethod::number_format() const {
+  return quant::number_format(format());
+}
+
 DType QuantMethod::storage_dtype() const {
-  return format() == QDType::kInt8 ? DType::kI8 : DType::kF8E4M3;
+  return number_format().storage;
 }
 
 std::vector<StorageSlot> QuantMethod::storage(const GemmGeometry& geometry,
@@ -53,16 +58,12 @@ QuantizedWeight QuantMethod::quantize_weight(const Tensor& weight_nk) const {
   out.weight_scale = Tensor::empty({n}, DType::kF32);
   const float* src = w.data<float>();
   float* scale = out.weight_scale.data<float>();
-  if (format() == QDType::kInt8) {
-    int8_t* q = out.weight.data<int8_t>();
-    for (int64_t row = 0; row < n; ++row) {
-      quantize_row_dynamic_int8(src + row * k, nullptr, k, q + row * k, scale + row);
-    }
-  } else {
-    auto* q = static_cast<uint8_t*>(out.weight.raw_data());
-    for (int64_t row = 0; row < n; ++row) {
-      quantize_row_dynamic_e4m3(src + row * k, nullptr, k, q + row * k, scale + row);
-    }
+  auto* q = static_cast<uint8_t*>(out.weight.raw_data());
+  const size_t row_bytes = static_cast<size_t>(k) * dtype_size(storage_dtype());
+  const NumberFormat& rule = number_format();
+  for (int64_t row = 0; row < n; ++row) {
+    rule.quantize_row(src + row * k, nullptr, k, q + static_cast<size_t>(row) * row_bytes,
+                      scale + row);
   }
   return out;
 }
@@ -73,9 +74,9 @@ void QuantMethod::bind(const BindOptions& options, const QuantizedParams& params
              kInternal, "bind: the ", name(), " method needs its ", dtype_name(storage_dtype()),
              " weight [N, K] loaded first");
   const int64_t k = params.weight.size(1);
-  OASR_CHECK(format() != QDType::kInt8 || k <= kInt8MaxExactK, kUnsupported,
-             "an int8 GEMM with K = ", k,
-             " could overflow its exact int32 accumulator (K <= ", kInt8MaxExactK,
+  const int64_t max_exact_k = number_format().max_exact_k;
+  OASR_CHECK(max_exact_k == 0 || k <= max_exact_k, kUnsupported, "an ", number_format().name,
+             " GEMM with K = ", k, " could overflow its exact accumulator (K <= ", max_exact_k,
              "); keep this layer in full precision (ignore it)");
   const ScaledMMLane& lane = choose_lane(format(), options.device, options.backend);
   static_multiplier_.clear();
@@ -114,10 +115,10 @@ void QuantMethod::bind(const BindOptions& options, const QuantizedParams& params
     }
   }
   prepared_weight_.reset();
-  if (format() == QDType::kInt8 && lane.prepare_int8_weight != nullptr &&
-      lane.scaled_mm_int8_prepared != nullptr) {
+  cpu_kernels_ = lane.is_cuda() ? FormatKernels{} : number_format().cpu_kernels(lane);
+  if (cpu_kernels_.prepare_weight && cpu_kernels_.scaled_mm_prepared) {
     const Tensor weight = params.weight.contiguous();
-    prepared_weight_ = lane.prepare_int8_weight(weight.data<int8_t>(), weight.size(0), k);
+    prepared_weight_ = cpu_kernels_.prepare_weight(weight.raw_data(), weight.size(0), k);
   }
   scaled_n_ = params.weight.size(0);
   scaled_k_ = k;
@@ -182,25 +183,14 @@ QuantizedActivation QuantMethod::quantize_input(const Tensor& x,
   float* scale = out.scale.data<float>();
   if (has_static_input()) {
     for (int64_t row = 0; row < m; ++row) scale[row] = static_scale_;
-    if (format() == QDType::kInt8) {
-      chosen.quantize_static_int8(x32.data<float>(), static_multiplier_.data(), m, k,
-                                  out.data.data<int8_t>());
-    } else {
-      chosen.quantize_static_e4m3(x32.data<float>(), static_multiplier_.data(), m, k,
-                                  static_cast<uint8_t*>(out.data.raw_data()));
-    }
+    cpu_kernels_.quantize_static(x32.data<float>(), static_multiplier_.data(), m, k,
+                                 out.data.raw_data());
     return out;
   }
   Tensor smooth;
   if (params.smooth_inv.defined()) smooth = params.smooth_inv.contiguous();
   const float* smooth_ptr = smooth.defined() ? smooth.data<float>() : nullptr;
-  if (format() == QDType::kInt8) {
-    chosen.quantize_per_token_int8(x32.data<float>(), smooth_ptr, m, k, out.data.data<int8_t>(),
-                                   scale);
-  } else {
-    chosen.quantize_per_token_e4m3(x32.data<float>(), smooth_ptr, m, k,
-                                   static_cast<uint8_t*>(out.data.raw_data()), scale);
-  }
+  cpu_kernels_.quantize_per_token(x32.data<float>(), smooth_ptr, m, k, out.data.raw_data(), scale);
   return out;
 }
 
@@ -261,18 +251,13 @@ Tensor QuantMethod::scaled_mm(const QuantizedActivation& input, const QuantizedP
   Tensor out = Tensor::empty({m, n}, DType::kF32);
   if (m == 0) return out;
   if (prepared_weight_ != nullptr) {
-    chosen.scaled_mm_int8_prepared(input.data.data<int8_t>(), input.scale.data<float>(),
-                                   prepared_weight_.get(), params.weight_scale.data<float>(),
-                                   bias_ptr, act, m, out.data<float>());
-  } else if (format() == QDType::kInt8) {
-    chosen.scaled_mm_int8(input.data.data<int8_t>(), input.scale.data<float>(),
-                          weight.data<int8_t>(), params.weight_scale.data<float>(), bias_ptr, act,
-                          m, n, k, out.data<float>());
+    cpu_kernels_.scaled_mm_prepared(input.data.raw_data(), input.scale.data<float>(),
+                                    prepared_weight_.get(), params.weight_scale.data<float>(),
+                                    bias_ptr, act, m, out.data<float>());
   } else {
-    chosen.scaled_mm_e4m3(static_cast<const uint8_t*>(input.data.raw_data()),
-                          input.scale.data<float>(), static_cast<const uint8_t*>(weight.raw_data()),
-                          params.weight_scale.data<float>(), bias_ptr, act, m, n, k,
-                          out.data<float>());
+    cpu_kernels_.scaled_mm(input.data.raw_data(), input.scale.data<float>(), weight.raw_data(),
+                           params.weight_scale.data<float>(), bias_ptr, act, m, n, k,
+                           out.data<float>());
   }
   return out_dtype == DType::kF32 ? out : out.to(out_dtype);
 }
@@ -335,13 +320,10 @@ QuantizedActivation QuantMethod::scaled_mm_quant(const QuantizedActivation& inpu
   out.data = Tensor::empty({m, n}, storage_dtype());
   out.scale = Tensor::empty({m}, DType::kF32);
   for (int64_t row = 0; row < m; ++row) out.scale.data<float>()[row] = consumer.static_scale_;
-  if (format() == QDType::kInt8) {
-    cpu::quantize_epilogue_static_int8(y.data<float>(), consumer.static_multiplier_.data(), m, n,
-                                       out.data.data<int8_t>());
-  } else {
-    cpu::quantize_epilogue_static_e4m3(y.data<float>(), consumer.static_multiplier_.data(), m, n,
-                                       static_cast<uint8_t*>(out.data.raw_data()));
-  }
+  const auto epilogue = number_format().cpu_fused.quantize_epilogue_static;
+  OASR_CHECK(epilogue != nullptr, kUnsupported, "scaled_mm_quant: the ", number_format().name,
+             " format has no CPU quantizing epilogue; disarm the links (OASR_QUANT_FUSION=0)");
+  epilogue(y.data<float>(), consumer.static_multiplier_.data(), m, n, out.data.raw_data());
   note_fused_producer_call(FusedProducer::kScaledMMQuant);
   return out;
 }
@@ -365,13 +347,11 @@ std::string QuantMethod::input_quantizer() const {
 
 void check_servable(const QuantScheme& scheme) {
   const std::string& name = scheme.name.empty() ? std::string("this scheme") : scheme.name;
-  OASR_CHECK(scheme.weight.dtype != QDType::kNvfp4, kUnsupported, "scheme '", name,
-             "' (NVFP4) is described by the format layer but no method serves it yet; use "
-             "int8_w8a8 or fp8_w8a8");
-  OASR_CHECK(scheme.weight.dtype == QDType::kInt8 || scheme.weight.dtype == QDType::kFp8E4M3,
-             kUnsupported, "scheme '", name, "' has ", to_string(scheme.weight.dtype),
-             " weights, which no quant method serves; the served formats are int8 (int8_w8a8, "
-             "int8_w8a8_static) and fp8 (fp8_w8a8, fp8_w8a8_static)");
+  const NumberFormat& weight_format = number_format(scheme.weight.dtype);
+  OASR_CHECK(weight_format.served(), kUnsupported, "scheme '", name, "' ",
+             weight_format.not_served.empty()
+                 ? "has " + weight_format.name + " weights, which no quant method serves"
+                 : weight_format.not_served);
   OASR_CHECK(scheme.weight.granularity == Granularity::kPerChannel && scheme.weight.symmetric,
              kUnsupported, "scheme '", name, "' has ", to_string(scheme.weight.granularity),
              scheme.weight.symmetric ? "" : " asymmetric",
@@ -398,17 +378,17 @@ void check_servable(const QuantScheme& scheme) {
 
 namespace {
 
-template <typename Named>
-class NamedW8A8Method final : public QuantMethod {
+// The W8A8 method of a served number format: its registry name is the
+// format's NumberFormat::method ("int8", "fp8"); the format's row holds
+// everything format-specific.
+class W8A8Method final : public QuantMethod {
  public:
-  explicit NamedW8A8Method(const QuantScheme& scheme) : QuantMethod(scheme) {}
-  std::string_view name() const override { return Named::kName; }
-};
-struct Int8Name {
-  static constexpr std::string_view kName = "int8";
-};
-struct Fp8Name {
-  static constexpr std::string_view kName = "fp8";
+  explicit W8A8Method(const QuantScheme& scheme)
+      : QuantMethod(scheme), name_(quant::number_format(scheme.weight.dtype).method) {}
+  std::string_view name() const override { return name_; }
+
+ private:
+  std::string name_;
 };
 
 struct MethodEntry {
@@ -416,15 +396,9 @@ struct MethodEntry {
   QuantMethodFactory factory;
 };
 
+// Methods registered beyond the table's own (register_quant_method).
 std::map<std::string, MethodEntry>& method_registry() {
-  static std::map<std::string, MethodEntry> registry = {
-      {"int8",
-       {QDType::kInt8,
-        [](const QuantScheme& s) { return std::make_unique<NamedW8A8Method<Int8Name>>(s); }}},
-      {"fp8",
-       {QDType::kFp8E4M3,
-        [](const QuantScheme& s) { return std::make_unique<NamedW8A8Method<Fp8Name>>(s); }}},
-  };
+  static std::map<std::string, MethodEntry> registry;
   return registry;
 }
 
@@ -432,14 +406,19 @@ std::map<std::string, MethodEntry>& method_registry() {
 
 void register_quant_method(const std::string& name, QDType weight_dtype,
                            QuantMethodFactory factory) {
-  OASR_CHECK(method_registry().count(name) == 0, kInvalidArgument, "quant method '", name,
-             "' is registered twice");
+  bool taken = method_registry().count(name) > 0;
+  for (QDType id : number_formats()) taken = taken || number_format(id).method == name;
+  OASR_CHECK(!taken, kInvalidArgument, "quant method '", name, "' is registered twice");
   method_registry().emplace(name, MethodEntry{weight_dtype, std::move(factory)});
 }
 
 std::vector<std::string> quant_method_names() {
   std::vector<std::string> names;
+  for (QDType id : number_formats()) {
+    if (number_format(id).served()) names.push_back(number_format(id).method);
+  }
   for (const auto& [name, entry] : method_registry()) names.push_back(name);
+  std::sort(names.begin(), names.end());
   return names;
 }
 
@@ -448,8 +427,7 @@ std::unique_ptr<QuantMethod> make_quant_method(const QuantScheme& scheme) {
   for (const auto& [name, entry] : method_registry()) {
     if (entry.weight_dtype == scheme.weight.dtype) return entry.factory(scheme);
   }
-  OASR_THROW(kUnsupported, "no quant method is registered for ", to_string(scheme.weight.dtype),
-             " weights (scheme '", scheme.name, "')");
+  return std::make_unique<W8A8Method>(scheme);
 }
 
 }  // namespace oasr::quant

@@ -2,8 +2,9 @@
 // A layer keeps its type, module path and state-dict names; its method says
 // which tensors it stores (storage), turns a full-precision weight into them
 // on the host (quantize_weight), picks a kernel lane once (bind) and runs the
-// quantized forward. Methods are registered by name ("int8", "fp8"); the
-// scheme's weight dtype picks one (make_quant_method).
+// quantized forward. Every served number format (quant/number_format.h) has
+// a method named by its row ("int8", "fp8"); register_quant_method adds
+// others; the scheme's weight dtype picks one (make_quant_method).
 #pragma once
 
 #include <functional>
@@ -19,6 +20,7 @@
 #include "quant/format.h"
 #include "quant/lanes/scaled_mm_lane.h"
 #include "quant/layer_kind.h"
+#include "quant/number_format.h"
 #include "quant/quantized_activation.h"
 
 namespace oasr::quant {
@@ -74,7 +76,9 @@ class QuantMethod {
   virtual std::string_view name() const = 0;  // the registry name: "int8", "fp8"
   const QuantScheme& scheme() const { return scheme_; }
   QDType format() const { return scheme_.weight.dtype; }
-  DType storage_dtype() const;  // int8 or float8_e4m3fn
+  // The format's row of the traits table (quant/number_format.h).
+  const NumberFormat& number_format() const;
+  DType storage_dtype() const;  // the format's storage: int8, float8_e4m3fn, ...
   bool has_static_input() const { return scheme_has_static_input(scheme_); }
 
   // The spec's state-dict table: weight (replacing the full-precision one),
@@ -141,6 +145,7 @@ class QuantMethod {
  private:
   QuantScheme scheme_;
   const ScaledMMLane* lane_ = nullptr;
+  FormatKernels cpu_kernels_;                    // a CPU lane's kernels for the format (bind)
   std::shared_ptr<const void> prepared_weight_;  // the lane's repacked weight, if it repacks
   std::vector<float> static_multiplier_;         // [K], static input only
   float static_scale_ = 0.0f;
@@ -163,7 +168,8 @@ class QuantMethod {
 void check_servable(const QuantScheme& scheme);
 
 using QuantMethodFactory = std::function<std::unique_ptr<QuantMethod>(const QuantScheme&)>;
-// The registry: "int8" and "fp8" are built in.
+// Registers a method beyond the traits table's own; a registered method takes
+// its weight dtype before the table's W8A8 method.
 void register_quant_method(const std::string& name, QDType weight_dtype,
                            QuantMethodFactory factory);
 std::vector<std::string> quant_method_names();

@@ -194,6 +194,11 @@ bool cublaslt_supported(QDType format, int device_index, std::string* why) {
   return true;
 }
 
+std::string cublaslt_kernel_name(QDType format, int64_t, int64_t, int64_t) {
+  return std::string(format == QDType::kInt8 ? "cublasLt s8s8->s32" : "cublasLt e4m3->f32") +
+         " + epilogue kernel";
+}
+
 void scaled_mm_cublaslt(const ScaledMMArgs& args) {
   if (!detail::validate_scaled_mm_args(args, kOp)) return;
   std::string why;

@@ -77,5 +77,7 @@ void scaled_mm_mma_sync(const ScaledMMArgs& args, const MmaSyncConfig& config);
 // cuBLASLt's order.
 bool cublaslt_supported(QDType format, int device_index, std::string* why);
 void scaled_mm_cublaslt(const ScaledMMArgs& args);
+// The report's name of the cublaslt lane's GEMM for `format`.
+std::string cublaslt_kernel_name(QDType format, int64_t m, int64_t n, int64_t k);
 
 }  // namespace oasr::quant::cuda
