@@ -14,13 +14,17 @@
 //   oasr_int8        quantize_per_token_int8_avx2 + scaled_mm_int8_avx2, fp32 in,
 //                    fp32 out (what a W8A8 Linear costs end to end; weight packed once)
 //   oasr_int8_gemm   the GEMM alone on pre-quantized input
+//   oasr_int8_vnni, oasr_int8_vnni_gemm
+//                    the same on the AVX-512 VNNI lane (scaled_mm_int8_vnni),
+//                    where the CPU has it
 //   openblas_sgemm   fp32 cblas_sgemm, x W^T
 //   torch_dyn_int8   PyTorch dynamic int8 Linear (bench/int8_linear_torch_bench.py)
 // "gops" counts 2*M*N*K operations per call of median wall time; "cpu_us" is
 // the median process CPU time per call (all threads). A final line per
 // shape/threads gives the ratios torch_dyn_int8/oasr_int8 and
-// openblas_sgemm/oasr_int8 of wall medians, and of CPU medians (*_cpu); above
-// 1: oasr is faster.
+// openblas_sgemm/oasr_int8 of wall medians, and of CPU medians (*_cpu), and
+// the same against oasr_int8_vnni (*_vs_vnni) where it ran; above 1: oasr is
+// faster.
 #include <cblas.h>
 #include <nlohmann/json.hpp>
 
@@ -42,6 +46,7 @@
 
 #include "ops/cpu_threads.h"
 #include "quant/kernels/cpu/scaled_mm_int8_avx2.h"
+#include "quant/kernels/cpu/scaled_mm_int8_vnni.h"
 
 extern "C" void openblas_set_num_threads(int num_threads);
 
@@ -205,6 +210,7 @@ struct ShapeData {
   std::vector<float> x, w_fp32, bias, w_scale, a_scale, out;
   std::vector<int8_t> w, a;
   oasr::quant::PackedInt8Weight packed;
+  oasr::quant::PackedInt8WeightVnni packed_vnni;  // packed only where the CPU has VNNI
 };
 
 ShapeData make_shape(int64_t m, int64_t k, int64_t n, std::mt19937& rng) {
@@ -224,6 +230,9 @@ ShapeData make_shape(int64_t m, int64_t k, int64_t n, std::mt19937& rng) {
   data.a_scale.resize(m);
   data.out.resize(m * n);
   data.packed = oasr::quant::pack_int8_weight(data.w.data(), n, k);
+  if (oasr::quant::cpu_has_avx512_vnni()) {
+    data.packed_vnni = oasr::quant::pack_int8_weight_vnni(data.w.data(), n, k);
+  }
   oasr::quant::quantize_per_token_int8_avx2(data.x.data(), nullptr, m, k, data.a.data(),
                                             data.a_scale.data());
   return data;
@@ -258,6 +267,20 @@ int run(const Options& options) {
                                          data.w_scale.data(), data.bias.data(),
                                          oasr::Activation::kNone, m, data.out.data());
       };
+      if (oasr::quant::cpu_has_avx512_vnni()) {
+        impls["oasr_int8_vnni"] = [&] {
+          oasr::quant::quantize_per_token_int8_avx2(data.x.data(), nullptr, m, k, data.a.data(),
+                                                    data.a_scale.data());
+          oasr::quant::scaled_mm_int8_vnni(data.a.data(), data.a_scale.data(), data.packed_vnni,
+                                           data.w_scale.data(), data.bias.data(),
+                                           oasr::Activation::kNone, m, data.out.data());
+        };
+        impls["oasr_int8_vnni_gemm"] = [&] {
+          oasr::quant::scaled_mm_int8_vnni(data.a.data(), data.a_scale.data(), data.packed_vnni,
+                                           data.w_scale.data(), data.bias.data(),
+                                           oasr::Activation::kNone, m, data.out.data());
+        };
+      }
       impls["openblas_sgemm"] = [&] {
         cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, static_cast<int>(m),
                     static_cast<int>(n), static_cast<int>(k), 1.0f, data.x.data(),
@@ -292,6 +315,10 @@ int run(const Options& options) {
         }
         measure("oasr_int8");
         measure("oasr_int8_gemm");
+        if (impls.count("oasr_int8_vnni") != 0) {
+          measure("oasr_int8_vnni");
+          measure("oasr_int8_vnni_gemm");
+        }
       }
       std::map<std::string, double> medians, cpu_medians;
       for (const auto& [name, seconds] : per_round) {
@@ -320,6 +347,13 @@ int run(const Options& options) {
       if (torch) {
         compare["torch_dyn_int8"] = medians["torch_dyn_int8"] / medians["oasr_int8"];
         compare["torch_dyn_int8_cpu"] = cpu_medians["torch_dyn_int8"] / cpu_medians["oasr_int8"];
+      }
+      if (medians.count("oasr_int8_vnni") != 0) {
+        compare["openblas_sgemm_vs_vnni"] = medians["openblas_sgemm"] / medians["oasr_int8_vnni"];
+        compare["oasr_int8_avx2_vs_vnni"] = medians["oasr_int8"] / medians["oasr_int8_vnni"];
+        if (torch) {
+          compare["torch_dyn_int8_vs_vnni"] = medians["torch_dyn_int8"] / medians["oasr_int8_vnni"];
+        }
       }
       std::cout << compare.dump() << std::endl;
     }

@@ -27,19 +27,25 @@ CpuIsa detect() {
 #if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))
   __builtin_cpu_init();
   if (__builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma") && cpu_has_f16c()) {
-    return CpuIsa::kAvx2;
+    const bool vnni = __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw") &&
+                      __builtin_cpu_supports("avx512vl") && __builtin_cpu_supports("avx512dq") &&
+                      __builtin_cpu_supports("avx512vnni");
+    return vnni ? CpuIsa::kAvx512Vnni : CpuIsa::kAvx2;
   }
 #endif
   return CpuIsa::kScalar;
 }
 
 CpuIsa from_env(CpuIsa detected) {
-  const std::string choice = env::get_choice("OASR_CPU_ISA", {"auto", "avx2", "scalar"}, "auto");
-  if (choice == "scalar") return CpuIsa::kScalar;
-  if (choice == "avx2") {
-    OASR_CHECK(detected >= CpuIsa::kAvx2, kUnsupported, "OASR_CPU_ISA=avx2, but this CPU reports ",
-               cpu_isa_name(detected), " (no AVX2+FMA+F16C); unset OASR_CPU_ISA or use scalar");
-    return CpuIsa::kAvx2;
+  const std::string choice =
+      env::get_choice("OASR_CPU_ISA", {"auto", "avx512_vnni", "avx2", "scalar"}, "auto");
+  if (choice == "auto") return detected;
+  for (CpuIsa level : {CpuIsa::kScalar, CpuIsa::kAvx2, CpuIsa::kAvx512Vnni}) {
+    if (choice != cpu_isa_name(level)) continue;
+    OASR_CHECK(detected >= level, kUnsupported, "OASR_CPU_ISA=", choice,
+               ", but this CPU reports only ", cpu_isa_name(detected),
+               "; unset OASR_CPU_ISA or name a lower level");
+    return level;
   }
   return detected;
 }
@@ -73,6 +79,8 @@ const char* cpu_isa_name(CpuIsa level) {
       return "scalar";
     case CpuIsa::kAvx2:
       return "avx2";
+    case CpuIsa::kAvx512Vnni:
+      return "avx512_vnni";
   }
   return "?";
 }

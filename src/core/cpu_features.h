@@ -16,6 +16,9 @@ namespace oasr {
 enum class CpuIsa : int {
   kScalar = 0,  // the portable reference loops
   kAvx2 = 1,    // AVX2 + FMA + F16C (x86-64-v3)
+  // AVX-512 F/BW/VL/DQ + VNNI (x86-64-v4 with vpdpbusd): Intel Cascade Lake
+  // and later, AMD Zen 4 and later.
+  kAvx512Vnni = 2,
 };
 
 // The level this process dispatches to: the CPU's, capped by OASR_CPU_ISA
@@ -30,6 +33,6 @@ inline bool cpu_has(CpuIsa level) {
   return static_cast<int>(cpu_isa()) >= static_cast<int>(level);
 }
 
-const char* cpu_isa_name(CpuIsa level);  // "scalar", "avx2"
+const char* cpu_isa_name(CpuIsa level);  // "scalar", "avx2", "avx512_vnni"
 
 }  // namespace oasr

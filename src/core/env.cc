@@ -18,7 +18,8 @@ const std::vector<Variable>& known_variables() {
       {"OASR_CUDA_GRAPHS",
        "0 runs the CUDA encoder eagerly, never recording or replaying a CUDA graph (A/B)"},
       {"OASR_CPU_ISA",
-       "auto|avx2|scalar: caps the CPU SIMD level the kernels dispatch to (A/B, tests); "
+       "auto|avx512_vnni|avx2|scalar: caps the CPU SIMD level the kernels dispatch to (A/B, "
+       "tests); "
        "never raises it above what cpuid reports"},
   };
   return vars;

@@ -296,9 +296,13 @@ TEST(QuantLayers, TheLaneIsChosenOnceAndNamedLanesAreRequired) {
   m.lin->bind_quant(BindOptions{Device::cpu(), "cpu_reference"});
   EXPECT_EQ(m.lin->quant_method()->lane().name, "cpu_reference");
   m.lin->bind_quant(BindOptions{Device::cpu(), "auto"});
+  // auto: the fastest int8 lane this CPU runs (AVX-512 VNNI, then AVX2).
   const ScaledMMLane* avx2 = find_lane("cpu_avx2_int8");
   const bool avx2_runs = avx2 != nullptr && avx2->is_available();
-  EXPECT_EQ(m.lin->quant_method()->lane().name, avx2_runs ? "cpu_avx2_int8" : "cpu_reference");
+  const ScaledMMLane* vnni = find_lane("cpu_avx512_vnni_int8");
+  const bool vnni_runs = vnni != nullptr && vnni->is_available();
+  EXPECT_EQ(m.lin->quant_method()->lane().name,
+            vnni_runs ? "cpu_avx512_vnni_int8" : (avx2_runs ? "cpu_avx2_int8" : "cpu_reference"));
   expect_refused(
       [&] {
         m.lin->bind_quant(BindOptions{Device::cpu(), "mma_sync"});

@@ -15,6 +15,7 @@
 // once its header exists (and only on x86-64, where it can compile).
 #if defined(__x86_64__) && __has_include("quant/kernels/cpu/scaled_mm_int8_avx2.h")
 #include "quant/kernels/cpu/scaled_mm_int8_avx2.h"
+#include "quant/kernels/cpu/scaled_mm_int8_vnni.h"
 #define OASR_QUANT_HAVE_AVX2_LANE 1
 #endif
 
@@ -74,6 +75,28 @@ std::vector<ScaledMMLane> builtin_lanes() {
   // bit-identical by construction and not worth a second implementation.
   avx2.quantize_static_int8 = quantize_static_int8_reference;
   lanes.push_back(avx2);
+  // AVX-512 VNNI: vpdpbusd GEMM; the AVX2 quantizers (same bits, and the
+  // GEMM dominates).
+  ScaledMMLane vnni;
+  vnni.name = "cpu_avx512_vnni_int8";
+  vnni.device = DeviceType::kCPU;
+  vnni.priority = 20;
+  vnni.available = cpu_has_avx512_vnni;
+  vnni.requirement = "a CPU with AVX-512 VNNI";
+  vnni.scaled_mm_int8 = scaled_mm_int8_vnni;
+  vnni.quantize_per_token_int8 = quantize_per_token_int8_avx2;
+  vnni.quantize_static_int8 = quantize_static_int8_reference;
+  vnni.prepare_int8_weight = [](const int8_t* w, int64_t n, int64_t k) {
+    return std::shared_ptr<const void>(
+        std::make_shared<PackedInt8WeightVnni>(pack_int8_weight_vnni(w, n, k)));
+  };
+  vnni.scaled_mm_int8_prepared = [](const int8_t* a, const float* a_scale, const void* prepared,
+                                    const float* w_scale, const float* bias, Activation act,
+                                    int64_t m, float* out) {
+    scaled_mm_int8_vnni(a, a_scale, *static_cast<const PackedInt8WeightVnni*>(prepared), w_scale,
+                        bias, act, m, out);
+  };
+  lanes.push_back(vnni);
 #endif
 #if defined(OASR_WITH_CUDA)
   // Hopper: the CUTLASS sm90a kernels, ahead of mma_sync under auto (which

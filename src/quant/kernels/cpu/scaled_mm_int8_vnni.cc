@@ -1,0 +1,332 @@
+// AVX-512 VNNI int8 GEMM (see the header for the exactness argument).
+//
+// Shape of the computation. A is stored as u8 (a + 128, i.e. a XOR 0x80),
+// rows padded to whole tiles of kTileRows and to whole groups of four K.
+// The micro-kernel broadcasts one row's four bytes of a K group and meets
+// them with two 64-byte weight vectors (32 channels x 4 bytes) through
+// vpdpbusd: 16 accumulators of 16 int32 lanes for an 8 x 32 tile, over the
+// whole K. The epilogue subtracts the channel's compensation (exact int32),
+// then runs the AVX2 epilogue of scaled_mm_int8_avx2 on each 8-lane half, so
+// the float operations are the same IEEE-rounded ones in the same order as
+// the scalar int8_epilogue.
+//
+// Blocking, as in the AVX2 kernel: a task is kBlockTiles row tiles x
+// kBlockPanels panels; the row tile stays in L1 while it meets the block's
+// panels and the panels stay in L2 while the block's row tiles pass.
+#include "quant/kernels/cpu/scaled_mm_int8_vnni.h"
+
+#include <immintrin.h>
+
+#include <algorithm>
+#include <cstring>
+#include <new>
+
+#include "core/activations_avx2.h"
+#include "core/cpu_features.h"
+#include "core/error.h"
+#include "ops/cpu/worker_pool.h"
+
+#define OASR_VNNI_TARGET \
+  __attribute__((target("avx512f,avx512bw,avx512vl,avx512vnni,avx2,fma,f16c")))
+
+namespace oasr::quant {
+namespace {
+
+constexpr int kTileRows = 8;
+constexpr int64_t kPanelColumns = PackedInt8WeightVnni::kPanelColumns;
+constexpr int64_t kPanelQuadBytes = kPanelColumns * 4;  // bytes per K group in a panel
+constexpr int64_t kBlockTiles = 6;                      // 48 rows per task
+constexpr int64_t kBlockPanels = 2;                     // 64 channels per task
+
+template <typename T>
+T* aligned_alloc_array(int64_t count) {
+  return static_cast<T*>(::operator new[](
+      static_cast<size_t>(std::max<int64_t>(count, 1)) * sizeof(T), std::align_val_t(64)));
+}
+
+// Rows [row_begin, row_end) of A as u8 (a XOR 0x80 == a + 128), `ld` bytes
+// per row; the K pad and the rows past m are zero (their weights are zero).
+OASR_VNNI_TARGET void pack_a_rows(const int8_t* a, int64_t m, int64_t k, int64_t row_begin,
+                                  int64_t row_end, int64_t ld, uint8_t* packed) {
+  const __m256i flip = _mm256_set1_epi8(static_cast<char>(0x80));
+  for (int64_t row = row_begin; row < row_end; ++row) {
+    uint8_t* dst = packed + row * ld;
+    if (row >= m) {
+      std::memset(dst, 0, static_cast<size_t>(ld));
+      continue;
+    }
+    const int8_t* src = a + row * k;
+    int64_t j = 0;
+    for (; j + 32 <= k; j += 32) {
+      const __m256i bytes = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(src + j));
+      _mm256_storeu_si256(reinterpret_cast<__m256i*>(dst + j), _mm256_xor_si256(bytes, flip));
+    }
+    for (; j < k; ++j) dst[j] = static_cast<uint8_t>(src[j]) ^ 0x80u;
+    for (; j < ld; ++j) dst[j] = 0;
+  }
+}
+
+struct TileAccumulators {
+  __m512i lanes[kTileRows][2];
+};
+
+// `a` points at the tile's first packed row, read as int32 words (four
+// bytes of one K group), `lda` words per row.
+OASR_VNNI_TARGET void tile_dot(const int32_t* a, int64_t lda, const int8_t* panel, int64_t k_quads,
+                               TileAccumulators& out) {
+  __m512i c[kTileRows][2];
+#pragma GCC unroll 8
+  for (int r = 0; r < kTileRows; ++r) c[r][0] = c[r][1] = _mm512_setzero_si512();
+  for (int64_t q = 0; q < k_quads; ++q) {
+    const __m512i w0 = _mm512_load_si512(panel);
+    const __m512i w1 = _mm512_load_si512(panel + 64);
+#pragma GCC unroll 8
+    for (int r = 0; r < kTileRows; ++r) {
+      const __m512i b = _mm512_set1_epi32(a[r * lda + q]);
+      c[r][0] = _mm512_dpbusd_epi32(c[r][0], b, w0);
+      c[r][1] = _mm512_dpbusd_epi32(c[r][1], b, w1);
+    }
+    panel += kPanelQuadBytes;
+  }
+#pragma GCC unroll 8
+  for (int r = 0; r < kTileRows; ++r) {
+    out.lanes[r][0] = c[r][0];
+    out.lanes[r][1] = c[r][1];
+  }
+}
+
+// One panel's epilogue operands: 32 channels' compensation, w_scale and
+// bias (copied and zero-padded for the last, partial panel).
+struct PanelEpilogue {
+  const int32_t* compensation;
+  const float* w_scale;
+  const float* bias;  // nullptr: no bias (t + -0 == t, so skipping the add is exact)
+  int64_t columns;    // valid channels in this panel, 1..32
+};
+
+// §3's epilogue on eight exact accumulators, in its order (the AVX2 lane's).
+template <Activation kAct>
+OASR_AVX2_INLINE __m256 epilogue8(__m256i acc, __m256 a_scale, const float* w_scale,
+                                  const float* bias) {
+  __m256 t = _mm256_mul_ps(_mm256_loadu_ps(w_scale), _mm256_cvtepi32_ps(acc));
+  t = _mm256_mul_ps(a_scale, t);
+  if (bias != nullptr) t = _mm256_add_ps(t, _mm256_loadu_ps(bias));
+  return avx2::apply_ps(kAct, t);
+}
+
+template <Activation kAct>
+OASR_VNNI_TARGET void store_tile(const TileAccumulators& acc, const float* a_scale, int rows,
+                                 const PanelEpilogue& panel, float* out, int64_t ldo) {
+  for (int r = 0; r < rows; ++r) {
+    const __m256 row_scale = _mm256_set1_ps(a_scale[r]);
+    float* dst = out + r * ldo;
+    for (int v = 0; v < 2; ++v) {
+      if (16 * v >= panel.columns) break;
+      // The halves go through memory: GCC 12 warns on every 512 -> 256
+      // extract intrinsic (its _mm256_undefined_* placeholder).
+      alignas(64) int32_t exact[16];
+      _mm512_store_si512(exact, _mm512_sub_epi32(acc.lanes[r][v],
+                                                 _mm512_loadu_si512(panel.compensation + 16 * v)));
+      for (int h = 0; h < 2; ++h) {
+        const int64_t first = 16 * v + 8 * h;
+        if (first >= panel.columns) break;
+        const __m256i half = _mm256_load_si256(reinterpret_cast<const __m256i*>(exact + 8 * h));
+        const __m256 y = epilogue8<kAct>(half, row_scale, panel.w_scale + first,
+                                         panel.bias == nullptr ? nullptr : panel.bias + first);
+        if (first + 8 <= panel.columns) {
+          _mm256_storeu_ps(dst + first, y);
+        } else {
+          alignas(32) float lanes[8];
+          _mm256_store_ps(lanes, y);
+          std::memcpy(dst + first, lanes, sizeof(float) * (panel.columns - first));
+        }
+      }
+    }
+  }
+}
+
+struct GemmProblem {
+  const int32_t* a_packed;  // A as u8, k_quads words per row, rows padded to tiles
+  const float* a_scale;
+  const PackedInt8WeightVnni* w;
+  const float* w_scale;
+  const float* bias;
+  int64_t m;
+  float* out;
+  // The last panel's operands, zero-padded to 32 channels.
+  alignas(64) int32_t tail_compensation[kPanelColumns];
+  alignas(64) float tail_w_scale[kPanelColumns];
+  alignas(64) float tail_bias[kPanelColumns];
+};
+
+template <Activation kAct>
+OASR_VNNI_TARGET void run_block(const GemmProblem& problem, int64_t tile_begin, int64_t tile_end,
+                                int64_t panel_begin, int64_t panel_end) {
+  const PackedInt8WeightVnni& w = *problem.w;
+  const int64_t k_quads = w.k_quads();
+  const int64_t n = w.n();
+  TileAccumulators acc;
+  for (int64_t tile = tile_begin; tile < tile_end; ++tile) {
+    const int32_t* a_tile = problem.a_packed + tile * kTileRows * k_quads;
+    const int64_t row0 = tile * kTileRows;
+    const int rows = static_cast<int>(std::min<int64_t>(kTileRows, problem.m - row0));
+    for (int64_t p = panel_begin; p < panel_end; ++p) {
+      tile_dot(a_tile, k_quads, w.panel(p), k_quads, acc);
+      const int64_t col0 = p * kPanelColumns;
+      PanelEpilogue epilogue;
+      epilogue.columns = std::min(kPanelColumns, n - col0);
+      if (epilogue.columns == kPanelColumns) {
+        epilogue.compensation = w.compensation() + col0;
+        epilogue.w_scale = problem.w_scale + col0;
+        epilogue.bias = problem.bias == nullptr ? nullptr : problem.bias + col0;
+      } else {
+        epilogue.compensation = problem.tail_compensation;
+        epilogue.w_scale = problem.tail_w_scale;
+        epilogue.bias = problem.bias == nullptr ? nullptr : problem.tail_bias;
+      }
+      store_tile<kAct>(acc, problem.a_scale + row0, rows, epilogue, problem.out + row0 * n + col0,
+                       n);
+    }
+  }
+}
+
+using BlockFunction = void (*)(const GemmProblem&, int64_t, int64_t, int64_t, int64_t);
+
+BlockFunction block_function(Activation activation) {
+  switch (activation) {
+    case Activation::kNone:
+      return run_block<Activation::kNone>;
+    case Activation::kRelu:
+      return run_block<Activation::kRelu>;
+    case Activation::kSwish:
+      return run_block<Activation::kSwish>;
+    case Activation::kGeluErf:
+      return run_block<Activation::kGeluErf>;
+    case Activation::kGeluTanh:
+      return run_block<Activation::kGeluTanh>;
+    case Activation::kSigmoid:
+      return run_block<Activation::kSigmoid>;
+    case Activation::kTanh:
+      return run_block<Activation::kTanh>;
+  }
+  OASR_THROW(kInternal, "int8 VNNI GEMM: unhandled activation ", static_cast<int>(activation));
+}
+
+// The packed-A scratch of the calling thread, reused across calls.
+int32_t* a_scratch(int64_t words) {
+  struct Scratch {
+    int32_t* data = nullptr;
+    int64_t capacity = 0;
+    ~Scratch() { ::operator delete[](data, std::align_val_t(64)); }
+  };
+  thread_local Scratch scratch;
+  if (scratch.capacity < words) {
+    ::operator delete[](scratch.data, std::align_val_t(64));
+    scratch.data = nullptr;
+    scratch.data = aligned_alloc_array<int32_t>(words);
+    scratch.capacity = words;
+  }
+  return scratch.data;
+}
+
+}  // namespace
+
+bool cpu_has_avx512_vnni() {
+  return cpu_has(CpuIsa::kAvx512Vnni);
+}
+
+void PackedInt8WeightVnni::AlignedFree::operator()(void* p) const {
+  ::operator delete[](p, std::align_val_t(64));
+}
+
+PackedInt8WeightVnni pack_int8_weight_vnni(const int8_t* w, int64_t n, int64_t k) {
+  OASR_CHECK(n >= 0 && k >= 0, kInvalidArgument, "int8 VNNI GEMM: negative N = ", n, " or K = ", k);
+  PackedInt8WeightVnni packed;
+  packed.n_ = n;
+  packed.k_ = k;
+  if (k > kVnniMaxK) {  // exact only in the AVX2 kernel's wider bound
+    packed.avx2_ = std::make_unique<PackedInt8Weight>(pack_int8_weight(w, n, k));
+    return packed;
+  }
+  const int64_t bytes = packed.panel_count() * packed.k_quads() * kPanelQuadBytes;
+  packed.data_.reset(aligned_alloc_array<int8_t>(bytes));
+  std::memset(packed.data_.get(), 0, static_cast<size_t>(std::max<int64_t>(bytes, 1)));
+  const int64_t padded_n = packed.panel_count() * kPanelColumns;
+  packed.compensation_.reset(aligned_alloc_array<int32_t>(padded_n));
+  std::fill(packed.compensation_.get(), packed.compensation_.get() + std::max<int64_t>(padded_n, 1),
+            0);
+  for (int64_t channel = 0; channel < n; ++channel) {
+    const int8_t* row = w + channel * k;
+    int8_t* panel =
+        packed.data_.get() + (channel / kPanelColumns) * packed.k_quads() * kPanelQuadBytes;
+    const int64_t column = channel % kPanelColumns;
+    int32_t sum = 0;
+    for (int64_t j = 0; j < k; ++j) {
+      panel[(j / 4) * kPanelQuadBytes + column * 4 + (j % 4)] = row[j];
+      sum += row[j];
+    }
+    packed.compensation_[channel] = 128 * sum;
+  }
+  return packed;
+}
+
+void scaled_mm_int8_vnni(const int8_t* a, const float* a_scale, const PackedInt8WeightVnni& w,
+                         const float* w_scale, const float* bias, Activation act, int64_t m,
+                         float* out) {
+  OASR_CHECK(cpu_has_avx512_vnni(), kUnsupported,
+             "int8 VNNI GEMM called where the dispatch level lacks AVX-512 VNNI; choose the "
+             "cpu_avx2_int8 or cpu_reference lane");
+  OASR_CHECK(m >= 0, kInvalidArgument, "int8 VNNI GEMM: negative M = ", m);
+  if (w.avx2_fallback() != nullptr) {
+    scaled_mm_int8_avx2(a, a_scale, *w.avx2_fallback(), w_scale, bias, act, m, out);
+    return;
+  }
+  const int64_t n = w.n(), k = w.k(), k_quads = w.k_quads();
+  if (m == 0 || n == 0) return;
+
+  const int64_t tiles = (m + kTileRows - 1) / kTileRows;
+  GemmProblem problem;
+  problem.a_packed = a_scratch(tiles * kTileRows * k_quads);
+  problem.a_scale = a_scale;
+  problem.w = &w;
+  problem.w_scale = w_scale;
+  problem.bias = bias;
+  problem.m = m;
+  problem.out = out;
+  const int64_t tail_col0 = (w.panel_count() - 1) * kPanelColumns;
+  for (int64_t c = 0; c < kPanelColumns; ++c) {
+    const bool valid = tail_col0 + c < n;
+    problem.tail_compensation[c] = valid ? w.compensation()[tail_col0 + c] : 0;
+    problem.tail_w_scale[c] = valid ? w_scale[tail_col0 + c] : 0.0f;
+    problem.tail_bias[c] = valid && bias != nullptr ? bias[tail_col0 + c] : 0.0f;
+  }
+
+  const std::shared_ptr<ops::cpu::WorkerPool> pool = ops::cpu::shared_worker_pool();
+  auto* a_packed = reinterpret_cast<uint8_t*>(const_cast<int32_t*>(problem.a_packed));
+  constexpr int64_t kParallelPackValues = 1 << 16;
+  if (tiles * kTileRows * k < kParallelPackValues) {
+    pack_a_rows(a, m, k, 0, tiles * kTileRows, 4 * k_quads, a_packed);
+  } else {
+    pool->run(tiles, [&](int64_t tile) {
+      pack_a_rows(a, m, k, tile * kTileRows, (tile + 1) * kTileRows, 4 * k_quads, a_packed);
+    });
+  }
+
+  const BlockFunction block = block_function(act);
+  const int64_t tile_blocks = (tiles + kBlockTiles - 1) / kBlockTiles;
+  const int64_t panel_blocks = (w.panel_count() + kBlockPanels - 1) / kBlockPanels;
+  pool->run(tile_blocks * panel_blocks, [&](int64_t task) {
+    const int64_t tile_block = task % tile_blocks, panel_block = task / tile_blocks;
+    block(problem, tile_block * kBlockTiles, std::min(tiles, (tile_block + 1) * kBlockTiles),
+          panel_block * kBlockPanels, std::min(w.panel_count(), (panel_block + 1) * kBlockPanels));
+  });
+}
+
+void scaled_mm_int8_vnni(const int8_t* a, const float* a_scale, const int8_t* w,
+                         const float* w_scale, const float* bias, Activation act, int64_t m,
+                         int64_t n, int64_t k, float* out) {
+  const PackedInt8WeightVnni packed = pack_int8_weight_vnni(w, n, k);
+  scaled_mm_int8_vnni(a, a_scale, packed, w_scale, bias, act, m, out);
+}
+
+}  // namespace oasr::quant
