@@ -291,7 +291,9 @@ TEST_F(CpuSimdOps, GemmBodiesFollowTheDefinitionBitForBit) {
                          {6, 16, 64},
                          {7, 33, 257},
                          {13, 31, 256},
-                         {64, 100, 1100}}) {
+                         {64, 100, 1100},
+                         // a [K, N] b past the whole-pack cap (ops/cpu/gemm.cc): packed per block
+                         {7, 2000, 2100}}) {
     std::vector<float> a(static_cast<size_t>(m * k)), b(static_cast<size_t>(k * n));
     for (float& v : a) v = normal(rng);
     for (float& v : b) v = normal(rng);

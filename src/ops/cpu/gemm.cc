@@ -1,9 +1,12 @@
 // The float32 GEMM of ops/cpu/gemm.h, in the order defined there.
 //
-// Layout (BLIS's, without packing a): b is packed into panels of kNr
-// columns, [K][kNr] each, zeros past N; a micro-kernel keeps a kMr x kNr
-// block of outputs in registers and runs the k loop over one panel,
-// broadcasting a's elements. K is cut into kKc blocks to keep a panel in L1;
+// Layout (BLIS's, without packing a): b is packed once per call into panels
+// of kNr columns, [K][kNr] each, zeros past N (a b too large to pack whole
+// is packed one kKc x kNr block at a time instead); a micro-kernel keeps a
+// kMr x kNr block of outputs in registers and runs the k loop over one
+// panel, broadcasting a's elements straight from its kMr rows (each row a
+// sequential stream; packing a cost a third of attention's probs x values
+// product). K is cut into kKc blocks to keep a panel in L1;
 // a later block starts from the outputs the previous one stored, and a
 // float32 store and reload is exact, so the blocking leaves each output's
 // fma chain -- and its bits -- as the definition's. The work is split into
@@ -34,19 +37,21 @@ constexpr int64_t kMc = 48;                               // rows of a pool task
 constexpr int64_t kNc = 128;                              // columns of a pool task
 constexpr int64_t kMcWide = 264;                          // rows of a task when b is large
 constexpr int64_t kCachedPanelFloats = int64_t{1} << 18;  // 1 MiB of b
+constexpr int64_t kWholePackFloats = int64_t{1} << 22;    // a [K, N] b packed whole up to 16 MiB
 
 // A micro-kernel: c[0..rows, 0..cols] (ldc) continues (accumulate) or
-// starts at +0, then takes kc terms of a packed row block ([kc][kMr]) against
-// one panel ([kc][ldp]).
-using MicroKernel = void (*)(int64_t rows, const float* a, const float* panel, int64_t ldp,
-                             int64_t kc, float* c, int64_t ldc, int64_t cols, bool accumulate);
+// starts at +0, then takes kc terms of a's rows (a[r * lda + p]) against one
+// panel ([kc][ldp]).
+using MicroKernel = void (*)(int64_t rows, const float* a, int64_t lda, const float* panel,
+                             int64_t ldp, int64_t kc, float* c, int64_t ldc, int64_t cols,
+                             bool accumulate);
 
-void micro_scalar(int64_t rows, const float* a, const float* panel, int64_t ldp, int64_t kc,
-                  float* c, int64_t ldc, int64_t cols, bool accumulate) {
+void micro_scalar(int64_t rows, const float* a, int64_t lda, const float* panel, int64_t ldp,
+                  int64_t kc, float* c, int64_t ldc, int64_t cols, bool accumulate) {
   for (int64_t r = 0; r < rows; ++r) {
     for (int64_t j = 0; j < cols; ++j) {
       float s = accumulate ? c[r * ldc + j] : 0.0f;
-      for (int64_t p = 0; p < kc; ++p) s = std::fma(a[p * kMr + r], panel[p * ldp + j], s);
+      for (int64_t p = 0; p < kc; ++p) s = std::fma(a[r * lda + p], panel[p * ldp + j], s);
       c[r * ldc + j] = s;
     }
   }
@@ -56,8 +61,9 @@ void micro_scalar(int64_t rows, const float* a, const float* panel, int64_t ldp,
 // The row loops are unrolled by pragma (-O2 leaves them rolled, which keeps
 // the accumulators on the stack and costs about 2.5x).
 template <int kRows>
-OASR_AVX2_TARGET void micro_avx2_rows(const float* a, const float* panel, int64_t ldp, int64_t kc,
-                                      float* c, int64_t ldc, int64_t cols, bool accumulate) {
+OASR_AVX2_TARGET void micro_avx2_rows(const float* a, int64_t lda, const float* panel, int64_t ldp,
+                                      int64_t kc, float* c, int64_t ldc, int64_t cols,
+                                      bool accumulate) {
   __m256 lo[kRows], hi[kRows];
   alignas(32) float edge[kRows][kNr] = {};  // a partial panel's outputs, zeros past cols
   if (accumulate && cols < kNr) {
@@ -83,7 +89,7 @@ OASR_AVX2_TARGET void micro_avx2_rows(const float* a, const float* panel, int64_
     const __m256 b1 = _mm256_loadu_ps(panel + p * ldp + 8);
 #pragma GCC unroll 8
     for (int r = 0; r < kRows; ++r) {
-      const __m256 av = _mm256_broadcast_ss(a + p * kMr + r);
+      const __m256 av = _mm256_broadcast_ss(a + r * lda + p);
       lo[r] = _mm256_fmadd_ps(av, b0, lo[r]);
       hi[r] = _mm256_fmadd_ps(av, b1, hi[r]);
     }
@@ -101,21 +107,21 @@ OASR_AVX2_TARGET void micro_avx2_rows(const float* a, const float* panel, int64_
   }
 }
 
-void micro_avx2(int64_t rows, const float* a, const float* panel, int64_t ldp, int64_t kc, float* c,
-                int64_t ldc, int64_t cols, bool accumulate) {
+void micro_avx2(int64_t rows, const float* a, int64_t lda, const float* panel, int64_t ldp,
+                int64_t kc, float* c, int64_t ldc, int64_t cols, bool accumulate) {
   switch (rows) {
     case 6:
-      return micro_avx2_rows<6>(a, panel, ldp, kc, c, ldc, cols, accumulate);
+      return micro_avx2_rows<6>(a, lda, panel, ldp, kc, c, ldc, cols, accumulate);
     case 5:
-      return micro_avx2_rows<5>(a, panel, ldp, kc, c, ldc, cols, accumulate);
+      return micro_avx2_rows<5>(a, lda, panel, ldp, kc, c, ldc, cols, accumulate);
     case 4:
-      return micro_avx2_rows<4>(a, panel, ldp, kc, c, ldc, cols, accumulate);
+      return micro_avx2_rows<4>(a, lda, panel, ldp, kc, c, ldc, cols, accumulate);
     case 3:
-      return micro_avx2_rows<3>(a, panel, ldp, kc, c, ldc, cols, accumulate);
+      return micro_avx2_rows<3>(a, lda, panel, ldp, kc, c, ldc, cols, accumulate);
     case 2:
-      return micro_avx2_rows<2>(a, panel, ldp, kc, c, ldc, cols, accumulate);
+      return micro_avx2_rows<2>(a, lda, panel, ldp, kc, c, ldc, cols, accumulate);
     default:
-      return micro_avx2_rows<1>(a, panel, ldp, kc, c, ldc, cols, accumulate);
+      return micro_avx2_rows<1>(a, lda, panel, ldp, kc, c, ldc, cols, accumulate);
   }
 }
 #endif
@@ -164,41 +170,17 @@ void pack_block(const float* b, int64_t ldb, int64_t n, int64_t index, int64_t k
   }
 }
 
-// Rows [m0, m1) of a, columns [kb, kb + kc), as blocks of kMr rows, each
-// [kc][kMr] (the micro-kernel's broadcasts then read one stream); rows past
-// m1 are zeros.
-void pack_rows(const float* a, int64_t lda, int64_t m0, int64_t m1, int64_t kb, int64_t kc,
-               float* packed) {
-  for (int64_t m = m0; m < m1; m += kMr) {
-    const int64_t rows = std::min(kMr, m1 - m);
-    float* dst = packed + ((m - m0) / kMr) * kMr * kc;
-    for (int64_t r = 0; r < rows; ++r) {
-      const float* src = a + (m + r) * lda + kb;
-      for (int64_t p = 0; p < kc; ++p) dst[p * kMr + r] = src[p];
-    }
-    for (int64_t r = rows; r < kMr; ++r) {
-      for (int64_t p = 0; p < kc; ++p) dst[p * kMr + r] = 0.0f;
-    }
-  }
-}
-
-// Rows [m0, m1) x columns [n0, n1) of c. A transposed b arrives packed whole
-// (`packed`: a weight, reused by every row tile); a [K, N] b is packed here,
-// one kc x kNr block at a time, so the block sits in L1 for the rows (read
-// in place, its rows straddle two cache lines each).
+// Rows [m0, m1) x columns [n0, n1) of c. b arrives packed whole
+// (`packed`, reused by every row tile) unless it is a [K, N] b too large for
+// that; then it is packed here, one kc x kNr block at a time, so the block
+// sits in L1 for the rows (read in place, its rows straddle two cache lines
+// each).
 void run_tile(MicroKernel kernel, const float* a, int64_t lda, const float* b, int64_t ldb,
               const float* packed, float* c, int64_t ldc, int64_t m0, int64_t m1, int64_t n0,
               int64_t n1, int64_t n, int64_t k) {
   thread_local float block[kKc * kNr];
-  thread_local std::vector<float> rows_buffer;
-  const int64_t row_blocks = (m1 - m0 + kMr - 1) / kMr;
-  if (rows_buffer.size() < static_cast<size_t>(row_blocks * kMr * kKc)) {
-    rows_buffer.resize(static_cast<size_t>(row_blocks * kMr * kKc));
-  }
-  float* packed_a = rows_buffer.data();
   for (int64_t kb = 0; kb < k; kb += kKc) {
     const int64_t kc = std::min(kKc, k - kb);
-    pack_rows(a, lda, m0, m1, kb, kc, packed_a);
     for (int64_t j = n0; j < n1; j += kNr) {
       const float* panel = packed + (j / kNr) * k * kNr + kb * kNr;
       if (packed == nullptr) {
@@ -207,8 +189,8 @@ void run_tile(MicroKernel kernel, const float* a, int64_t lda, const float* b, i
       }
       const int64_t cols = std::min(kNr, n1 - j);
       for (int64_t m = m0; m < m1; m += kMr) {
-        kernel(std::min(kMr, m1 - m), packed_a + ((m - m0) / kMr) * kMr * kc, panel, kNr, kc,
-               c + m * ldc + j, ldc, cols, kb > 0);
+        kernel(std::min(kMr, m1 - m), a + m * lda + kb, lda, panel, kNr, kc, c + m * ldc + j, ldc,
+               cols, kb > 0);
       }
     }
   }
@@ -232,7 +214,10 @@ void gemm_f32(const float* a, int64_t lda, const float* b, int64_t ldb, bool tra
     return;
   }
   const MicroKernel kernel = micro_kernel();
-  const int64_t panels = transpose_b ? (n + kNr - 1) / kNr : 0;
+  // b packed whole, once: always a transposed b (a weight or attention's
+  // keys), a [K, N] b up to kWholePackFloats.
+  const bool pack_whole = transpose_b || n * k <= kWholePackFloats;
+  const int64_t panels = pack_whole ? (n + kNr - 1) / kNr : 0;
   float* packed = nullptr;
   if (panels > 0) packed = packing_buffer(static_cast<size_t>(panels * k * kNr)).data();
   const auto pack = [&](int64_t i) {
