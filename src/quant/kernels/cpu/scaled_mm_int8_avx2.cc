@@ -36,9 +36,14 @@
 #include "core/cpu_features.h"
 #include "core/error.h"
 #include "ops/cpu/worker_pool.h"
+#include "quant/kernels/cpu/int8_gemm_x86.h"
 
 namespace oasr::quant {
 namespace {
+
+using x86::a_scratch;
+using x86::aligned_alloc_array;
+using x86::epilogue8;
 
 constexpr int kTileRows = 6;
 constexpr int64_t kPanelColumns = PackedInt8Weight::kPanelColumns;
@@ -47,12 +52,6 @@ constexpr int64_t kBlockTiles = 8;                       // 48 rows per task
 constexpr int64_t kBlockPanels = 4;                      // 64 channels per task
 
 // ---- packing -------------------------------------------------------------------
-
-template <typename T>
-T* aligned_alloc_array(int64_t count) {
-  return static_cast<T*>(
-      ::operator new[](static_cast<size_t>(count) * sizeof(T), std::align_val_t(64)));
-}
 
 void check_k(int64_t k) {
   OASR_CHECK(k >= 0 && k <= kAvx2MaxK, kUnsupported, "int8 AVX2 GEMM: K = ", k, " exceeds ",
@@ -146,19 +145,6 @@ struct PanelEpilogue {
   int64_t columns;    // valid channels in this panel, 1..16
 };
 
-// §3's epilogue on eight accumulators, in its order: t = w_scale * float(acc);
-// t = a_scale * t; t = t + bias; y = act(t). The products and the add are the
-// IEEE-rounded scalar operations lane by lane, so the bits match the scalar
-// int8_epilogue.
-template <Activation kAct>
-OASR_AVX2_INLINE __m256 epilogue8(__m256i acc, __m256 a_scale, const float* w_scale,
-                                  const float* bias) {
-  __m256 t = _mm256_mul_ps(_mm256_loadu_ps(w_scale), _mm256_cvtepi32_ps(acc));
-  t = _mm256_mul_ps(a_scale, t);
-  if (bias != nullptr) t = _mm256_add_ps(t, _mm256_loadu_ps(bias));
-  return avx2::apply_ps(kAct, t);
-}
-
 template <Activation kAct>
 OASR_AVX2_TARGET void store_tile(const TileAccumulators& acc, const float* a_scale, int rows,
                                  const PanelEpilogue& panel, float* out, int64_t ldo) {
@@ -243,24 +229,6 @@ BlockFunction block_function(Activation activation) {
       return run_block<Activation::kTanh>;
   }
   OASR_THROW(kInternal, "int8 AVX2 GEMM: unhandled activation ", static_cast<int>(activation));
-}
-
-// The packed-A scratch of the calling thread, reused across calls (a fresh
-// megabyte per call would cost page faults each time).
-int32_t* a_scratch(int64_t words) {
-  struct Scratch {
-    int32_t* data = nullptr;
-    int64_t capacity = 0;
-    ~Scratch() { ::operator delete[](data, std::align_val_t(64)); }
-  };
-  thread_local Scratch scratch;
-  if (scratch.capacity < words) {
-    ::operator delete[](scratch.data, std::align_val_t(64));
-    scratch.data = nullptr;
-    scratch.data = aligned_alloc_array<int32_t>(words);
-    scratch.capacity = words;
-  }
-  return scratch.data;
 }
 
 }  // namespace

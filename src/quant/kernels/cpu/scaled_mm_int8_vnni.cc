@@ -25,6 +25,7 @@
 #include "core/cpu_features.h"
 #include "core/error.h"
 #include "ops/cpu/worker_pool.h"
+#include "quant/kernels/cpu/int8_gemm_x86.h"
 
 #define OASR_VNNI_TARGET \
   __attribute__((target("avx512f,avx512bw,avx512vl,avx512vnni,avx2,fma,f16c")))
@@ -32,17 +33,15 @@
 namespace oasr::quant {
 namespace {
 
+using x86::a_scratch;
+using x86::aligned_alloc_array;
+using x86::epilogue8;
+
 constexpr int kTileRows = 8;
 constexpr int64_t kPanelColumns = PackedInt8WeightVnni::kPanelColumns;
 constexpr int64_t kPanelQuadBytes = kPanelColumns * 4;  // bytes per K group in a panel
 constexpr int64_t kBlockTiles = 6;                      // 48 rows per task
 constexpr int64_t kBlockPanels = 2;                     // 64 channels per task
-
-template <typename T>
-T* aligned_alloc_array(int64_t count) {
-  return static_cast<T*>(::operator new[](
-      static_cast<size_t>(std::max<int64_t>(count, 1)) * sizeof(T), std::align_val_t(64)));
-}
 
 // Rows [row_begin, row_end) of A as u8 (a XOR 0x80 == a + 128), `ld` bytes
 // per row; the K pad and the rows past m are zero (their weights are zero).
@@ -103,16 +102,6 @@ struct PanelEpilogue {
   const float* bias;  // nullptr: no bias (t + -0 == t, so skipping the add is exact)
   int64_t columns;    // valid channels in this panel, 1..32
 };
-
-// §3's epilogue on eight exact accumulators, in its order (the AVX2 lane's).
-template <Activation kAct>
-OASR_AVX2_INLINE __m256 epilogue8(__m256i acc, __m256 a_scale, const float* w_scale,
-                                  const float* bias) {
-  __m256 t = _mm256_mul_ps(_mm256_loadu_ps(w_scale), _mm256_cvtepi32_ps(acc));
-  t = _mm256_mul_ps(a_scale, t);
-  if (bias != nullptr) t = _mm256_add_ps(t, _mm256_loadu_ps(bias));
-  return avx2::apply_ps(kAct, t);
-}
 
 template <Activation kAct>
 OASR_VNNI_TARGET void store_tile(const TileAccumulators& acc, const float* a_scale, int rows,
@@ -210,23 +199,6 @@ BlockFunction block_function(Activation activation) {
       return run_block<Activation::kTanh>;
   }
   OASR_THROW(kInternal, "int8 VNNI GEMM: unhandled activation ", static_cast<int>(activation));
-}
-
-// The packed-A scratch of the calling thread, reused across calls.
-int32_t* a_scratch(int64_t words) {
-  struct Scratch {
-    int32_t* data = nullptr;
-    int64_t capacity = 0;
-    ~Scratch() { ::operator delete[](data, std::align_val_t(64)); }
-  };
-  thread_local Scratch scratch;
-  if (scratch.capacity < words) {
-    ::operator delete[](scratch.data, std::align_val_t(64));
-    scratch.data = nullptr;
-    scratch.data = aligned_alloc_array<int32_t>(words);
-    scratch.capacity = words;
-  }
-  return scratch.data;
 }
 
 }  // namespace

@@ -1,0 +1,56 @@
+// Pieces the x86 int8 GEMM lanes share (scaled_mm_int8_avx2.cc,
+// scaled_mm_int8_vnni.cc): 64-byte aligned arrays, the packed-A scratch of
+// the calling thread, and DESIGN.md §3's epilogue on eight exact int32
+// accumulators. x86-64 only.
+#pragma once
+
+#include <immintrin.h>
+
+#include <cstddef>
+#include <cstdint>
+#include <new>
+
+#include "core/activations.h"
+#include "core/activations_avx2.h"
+
+namespace oasr::quant::x86 {
+
+template <typename T>
+T* aligned_alloc_array(int64_t count) {
+  return static_cast<T*>(::operator new[](static_cast<size_t>(count > 0 ? count : 1) * sizeof(T),
+                                          std::align_val_t(64)));
+}
+
+// The packed-A scratch of the calling thread, at least `words` int32 words,
+// reused across calls (a fresh megabyte per call would cost page faults each
+// time). One per thread, shared by the lanes (a GEMM never nests another).
+inline int32_t* a_scratch(int64_t words) {
+  struct Scratch {
+    int32_t* data = nullptr;
+    int64_t capacity = 0;
+    ~Scratch() { ::operator delete[](data, std::align_val_t(64)); }
+  };
+  thread_local Scratch scratch;
+  if (scratch.capacity < words) {
+    ::operator delete[](scratch.data, std::align_val_t(64));
+    scratch.data = nullptr;
+    scratch.data = aligned_alloc_array<int32_t>(words);
+    scratch.capacity = words;
+  }
+  return scratch.data;
+}
+
+// §3's epilogue on eight exact accumulators, in its order: t = w_scale *
+// float(acc); t = a_scale * t; t = t + bias; y = act(t). The products and the
+// add are the IEEE-rounded scalar operations lane by lane, so the bits match
+// the scalar int8_epilogue. bias nullptr: no bias (t + -0 == t).
+template <Activation kAct>
+OASR_AVX2_INLINE __m256 epilogue8(__m256i acc, __m256 a_scale, const float* w_scale,
+                                  const float* bias) {
+  __m256 t = _mm256_mul_ps(_mm256_loadu_ps(w_scale), _mm256_cvtepi32_ps(acc));
+  t = _mm256_mul_ps(a_scale, t);
+  if (bias != nullptr) t = _mm256_add_ps(t, _mm256_loadu_ps(bias));
+  return avx2::apply_ps(kAct, t);
+}
+
+}  // namespace oasr::quant::x86
