@@ -28,6 +28,11 @@ Polynomials (x is the activation's input, all intervals closed):
              beyond ERF_ONE erf(x) rounds to ±1 in float32
   tanh small tanh(x) = x + x^3 * T(x^2),     |x| in [0, TANH_POLY_LIMIT]
              beyond it tanh(x) = 1 - 2 / (exp(2|x|) + 1) (no fit needed)
+  exp_minus_one  exp(r) - 1 = r * P(r), P(0) = 1, r as for exp (sigmoid and
+             swish keep e^r - 1 apart from the 1 to scale it exactly)
+  sigmoid_start  y0(e) ~ 1 / (1 + e), e in [0, 1], minimax relative error:
+             the start of sigmoid's division-free reciprocal (one Newton
+             step and one corrected quotient follow, so ~1% is enough)
 
 Degrees (DEGREES below): the lowest whose approximation error is a few
 hundredths of an ulp, so that float32 evaluation dominates; --search prints
@@ -250,6 +255,48 @@ def check_tanh_small(coefficients):
     return np.max(np.abs(approx - exact) / ulp32(exact))
 
 
+def fit_exp_minus_one(degree):
+    # P(r) = (exp(r) - 1) / r; weight: P's error -> relative error of exp(r).
+    # At the header's degree the constant term rounds to exactly 1.0.
+    r = exp_interval()
+    r = r[r != 0.0]
+    return fit_float32(r, (np.exp(r) - 1.0) / r, r / np.exp(r), degree)
+
+
+def model_exp_minus_one(coefficients):
+    r = exp_interval()
+    approx = 1.0 + r * np.polynomial.polynomial.polyval(r, coefficients)
+    return np.max(np.abs(approx - np.exp(r)) / ulp32(np.exp(r)))
+
+
+def check_exp_minus_one(coefficients):
+    # As the header: t = P(r) r rounded, then e^r = 1 + t rounded once.
+    r = f32(exp_interval())
+    t = (horner32(coefficients, r).astype(np.float64) * r).astype(np.float32)
+    approx = (1.0 + t.astype(np.float64)).astype(np.float32)
+    exact = np.exp(r.astype(np.float64))
+    return np.max(np.abs(approx - exact) / ulp32(exact))
+
+
+def sigmoid_start_grid():
+    return np.linspace(0.0, 1.0, 20001)
+
+
+def fit_sigmoid_start(degree):
+    e = sigmoid_start_grid()
+    return fit_float32(e, 1.0 / (1.0 + e), 1.0 + e, degree)
+
+
+def model_sigmoid_start(coefficients):
+    # Relative error of the start (not ulps: a Newton step follows).
+    e = sigmoid_start_grid()
+    return np.max(np.abs(np.polynomial.polynomial.polyval(e, coefficients) * (1.0 + e) - 1.0))
+
+
+def check_sigmoid_start(coefficients):
+    return model_sigmoid_start(coefficients)
+
+
 # ---- output ----------------------------------------------------------------------
 
 
@@ -270,7 +317,8 @@ def print_array(name, coefficients, comment):
     print("};")
 
 
-DEGREES = {"exp": 5, "erf_small": 6, "erf_mid": 6, "tanh_small": 5}
+DEGREES = {"exp": 5, "erf_small": 6, "erf_mid": 6, "tanh_small": 5, "exp_minus_one": 5,
+           "sigmoid_start": 2}
 
 
 def main():
@@ -283,6 +331,10 @@ def main():
         ("erf_small", fit_erf_small, model_erf_small, check_erf_small, range(4, 9)),
         ("erf_mid", fit_erf_mid, model_erf_mid, check_erf_mid, range(6, 13)),
         ("tanh_small", fit_tanh_small, model_tanh_small, check_tanh_small, range(3, 8)),
+        ("exp_minus_one", fit_exp_minus_one, model_exp_minus_one, check_exp_minus_one,
+         range(4, 7)),
+        ("sigmoid_start", fit_sigmoid_start, model_sigmoid_start, check_sigmoid_start,
+         range(1, 4)),
     ]
     if args.search:
         print("max error in float32 ulps of the exact result: approximation alone "
@@ -302,6 +354,8 @@ def main():
         ("kErfMidR", f"erf(x) = 1 - exp(fma(-x, x, R(x - {ERF_MID_CENTER}))), "
                      "1 <= |x| < kErfOneThreshold (exp exact here)"),
         ("kTanhSmallT", f"tanh(x) = x + x^3 T(x^2), |x| <= {TANH_POLY_LIMIT}"),
+        ("kExpMinusOneP", "exp(r) - 1 = r P(r), |r| <= ln2/2 (P(0) = 1)"),
+        ("kSigmoidStart", "1 / (1 + e), e in [0, 1] (relative error, not ulps)"),
     ]):
         c = fit(DEGREES[name])
         print_array(array, c, f"{formula}: {model(c):.4f} / {check(c):.3f} ulp")

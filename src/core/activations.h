@@ -15,14 +15,16 @@
 // of millions of inputs, every float around each branch point) / the bound
 // that test enforces:
 //   exp_f32 0.95 / 1 (subnormal results: within 1 ulp of the subnormal
-//   spacing);  erf_f32 0.99 / 1.5;  tanh_f32 1.33 / 1.5;  sigmoid 2.23 / 2.5;
-//   swish 2.96 / 3.5;  gelu_erf (x >= 0) 1.57 / 2. In their negative tails
-//   gelu_erf and gelu_tanh have an absolute error up to |x| 2^-23 (see there).
+//   spacing);  erf_f32 0.99 / 1.5;  tanh_f32 1.33 / 1.5;  gelu_erf (x >= 0)
+//   1.57 / 2. In their negative tails gelu_erf and gelu_tanh have an absolute
+//   error up to |x| 2^-23 (see there). sigmoid and swish were measured over
+//   all 2^32 inputs with x >= -86 (the rest are their limits, see there):
+//   sigmoid 1.340 ulp, swish 1.368 ulp; bound 2, enforced over every input
+//   by tests/cuda/test_cuda_activations.cu on the device.
 // Host and device results were compared bit for bit over all 2^32 inputs of
 // every function here on an H200 (nvcc 13.0, -fmad=true and -fmad=false):
-// no difference. swish and sigmoid were later rewritten without branches;
-// the rewrite gives the old bits for all 2^32 inputs on the host, and
-// tests/cuda/test_cuda_activations.cu compares GPU and host on every build.
+// no difference; tests/cuda/test_cuda_activations.cu compares GPU and host
+// on every build (sigmoid and swish over all 2^32 inputs).
 // NaN inputs come back unchanged (same payload bits on both sides).
 #pragma once
 
@@ -245,17 +247,94 @@ OASR_HD inline float tanh_f32(float x) {
   return with_sign(result, sign_bit(x));
 }
 
-// 1 / (1 + e^-x), written as e^x / (1 + e^x) for x < 0 so that the result
-// keeps its relative accuracy (down to the subnormals) instead of flushing
-// to 0 where e^-x overflows.
+namespace detail {
+
+// sigmoid and swish are defined below by a fixed sequence of IEEE fma, mul,
+// add and integer operations with no division and no branch: the same bits
+// on host and device, and cheap in a GEMM epilogue (swish: 33 SASS
+// instructions in a straight line, against 42 with a MUFU.RCP and a
+// convergence region before; bench/README.md "Division-free swish and
+// swish tuning rows"). Inputs whose magnitude exceeds kSigmoidArgLimit take
+// their limits by a final select: there e^-|x| < 2^-124, so sigmoid is 0 or
+// 1 and swish is -0 or x within 2^-117 absolute.
+inline constexpr float kSigmoidArgLimit = 86.0f;
+
+// e^r - 1 = r P(r), |r| <= ln2/2, Horner in fmas and one product:
+// approximation 0.207 ulp of e^r (tools/fit_activation_polynomials.py
+// "exp_minus_one").
+// Returned apart from the 1 so that a caller can scale it exactly.
+OASR_HD inline float exp_minus_one_small(float r) {
+  float p = 0x1.6ae55cp-10f;
+  p = fma_rn(p, r, 0x1.1268aap-7f);
+  p = fma_rn(p, r, 0x1.555828p-5f);
+  p = fma_rn(p, r, 0x1.555418p-3f);
+  p = fma_rn(p, r, 0x1.fffffcp-2f);
+  p = fma_rn(p, r, 1.0f);
+  return mul_rn(p, r);
+}
+
+// e^-a = scale (1 + t) for a in [0, kSigmoidArgLimit], with scale = 2^n a
+// normal power of two and t = e^r - 1, |r| <= ln2/2. n = rint(-a log2e) is
+// the fma's own rounding against 1.5 * 2^23, and float_bits(shifted) << 23
+// is n << 23 modulo 2^32 (the shift constant's bits vanish under it), so
+// 2^n is one integer add to the bits of 1.
+struct ExpNeg {
+  float scale;
+  float t;
+};
+OASR_HD inline ExpNeg exp_neg_bounded(float a) {
+  constexpr float kLog2e = 0x1.715476p0f;
+  constexpr float kLn2Hi = 0x1.62ep-1f;  // 13 bits: n * kLn2Hi is exact
+  constexpr float kLn2Lo = 0x1.0bfbe8p-15f;
+  constexpr float kRoundShift = 0x1.8p23f;
+  const float shifted = fma_rn(-a, kLog2e, kRoundShift);
+  const float n = sub_rn(shifted, kRoundShift);  // exact, in [-124, 0]
+  float r = fma_rn(n, -kLn2Hi, -a);
+  r = fma_rn(n, -kLn2Lo, r);
+  return {bits_float(float_bits(1.0f) + (float_bits(shifted) << 23)), exp_minus_one_small(r)};
+}
+
+// (num + num_lo) / (1 + e) for e in [0, 1] without a division, num_lo a
+// correction below half an ulp of num (the rounding error of a numerator
+// formed by one fma). A quadratic start y0 ~ 1 / (1 + e) (relative error
+// 0.0102, "sigmoid_start" of the fit script) and one Newton step (1 - y0
+// is exact, so the residual sees the unrounded 1 + e) give y1 within
+// 1.1e-4; the quotient q0 = num y1 is then corrected once against the
+// residual (num + num_lo) - q0 (1 + e), whose leading part is exact, which
+// leaves q within about 2^-26 of the quotient before its final rounding.
+// The residual is formed negated so that -0 / (1 + e) stays -0.
+OASR_HD inline float div_one_plus(float num, float num_lo, float e) {
+  float y = fma_rn(fma_rn(e, 0x1.4ae1a8p-2f, -0x1.9d9d9p-1f), e, 0x1.fac81ap-1f);
+  const float eps = fma_rn(-e, y, sub_rn(1.0f, y));
+  y = fma_rn(y, eps, y);
+  const float q = mul_rn(num, y);
+  const float minus_residual = sub_rn(fma_rn(q, e, sub_rn(q, num)), num_lo);
+  return fma_rn(-minus_residual, y, q);
+}
+
+// |x| limited to kSigmoidArgLimit; NaN gives the limit (selected away by the
+// callers), as the device's fminf does.
+OASR_HD inline float sigmoid_arg(float x) {
+  const float ax = abs_f32(x);
+  return ax <= kSigmoidArgLimit ? ax : kSigmoidArgLimit;
+}
+
+}  // namespace detail
+
+// 1 / (1 + e^-x), as (x >= 0 ? 1 : e) / (1 + e) with e = e^-|x| so that the
+// result keeps its relative accuracy for x < 0. Below -kSigmoidArgLimit the
+// result is +0 (the exact value is below 2^-124).
 OASR_HD inline float sigmoid(float x) {
   using namespace detail;
-  // Without a branch, as swish (e^-104 already rounds to exp_f32's +0).
-  const float ax = abs_f32(x);
-  const float clamped = ax <= 104.0f ? ax : 104.0f;  // NaN -> 104, selected away below
-  const float e = exp_f32_in_range(-clamped);        // in [0, 1]
-  const float result = div_rn(x >= 0.0f ? 1.0f : e, 1.0f + e);
-  return is_nan(x) ? x : result;
+  const ExpNeg parts = exp_neg_bounded(sigmoid_arg(x));
+  // e = scale (1 + t) rounded once, and its rounding error (scale - e is
+  // exact: e / scale is in [0.7, 1.42]).
+  const float e = fma_rn(parts.scale, parts.t, parts.scale);
+  const float e_lo = fma_rn(parts.scale, parts.t, sub_rn(parts.scale, e));
+  const bool negative = x < 0.0f;
+  const float q = div_one_plus(negative ? e : 1.0f, negative ? e_lo : 0.0f, e);
+  const float tail = x < -kSigmoidArgLimit ? 0.0f : q;
+  return is_nan(x) ? x : tail;
 }
 
 // PyTorch's relu: negative -> +0; NaN and -0 pass through unchanged.
@@ -263,22 +342,22 @@ OASR_HD inline float relu(float x) {
   return x < 0.0f ? 0.0f : x;
 }
 
-// x * sigmoid(x) (SiLU), as x / (1 + e^-x) for x >= 0 and x e^x / (1 + e^x)
-// below. swish(-inf) is the limit -0 (x / (1 + e^-x) would give NaN). Results
-// below 2^-126 in magnitude (x < -87) are accurate in absolute terms only.
+// x * sigmoid(x) (SiLU), as (x >= 0 ? x : x e) / (1 + e) with e = e^-|x|.
+// Beyond |x| = kSigmoidArgLimit: x for x > 0 (the exact value rounds to x)
+// and -0 for x < 0 (|exact| < 2^-117), so swish(-inf) is the limit -0.
 OASR_HD inline float swish(float x) {
   using namespace detail;
-  // The same values as the branches "NaN: x; x < -104: -0; else
-  // num / (1 + exp_f32(-|x|))", computed without a branch so that an
-  // epilogue's unrolled fragment interleaves its elements: e^-|x| is taken
-  // on |x| clamped to 104, where the formula already gives exp_f32's +0
-  // (e^-104 < 2^-150), and the two edge cases are selected last.
-  const float ax = abs_f32(x);
-  const float clamped = ax <= 104.0f ? ax : 104.0f;  // NaN -> 104, selected away below
-  const float e = exp_f32_in_range(-clamped);
-  const float result = div_rn(x >= 0.0f ? x : mul_rn(x, e), 1.0f + e);
-  const float tail = x < -104.0f ? -0.0f : result;
-  return is_nan(x) ? x : tail;
+  const ExpNeg parts = exp_neg_bounded(sigmoid_arg(x));
+  const float e = fma_rn(parts.scale, parts.t, parts.scale);
+  // For x < 0 the numerator x e = x 2^n (1 + t) as a rounded fma and its
+  // rounding error (x 2^n is exact; x_scaled - num is exact as above).
+  const float x_scaled = mul_rn(x, parts.scale);
+  const float num = fma_rn(x_scaled, parts.t, x_scaled);
+  const float num_lo = fma_rn(x_scaled, parts.t, sub_rn(x_scaled, num));
+  const bool negative = x < 0.0f;
+  const float q = div_one_plus(negative ? num : x, negative ? num_lo : 0.0f, e);
+  const float beyond = x < 0.0f ? -0.0f : x;  // NaN: x
+  return abs_f32(x) <= kSigmoidArgLimit ? q : beyond;
 }
 
 // GELU, PyTorch approximate='none': x * 0.5 * (1 + erf(x / sqrt(2))), in

@@ -89,23 +89,72 @@ OASR_AVX2_INLINE __m256 relu_ps(__m256 x) {
                           _mm256_cmp_ps(x, _mm256_setzero_ps(), _CMP_LT_OQ));
 }
 
-// act::swish: (x >= 0 ? x : x e) / (1 + e), e = exp(-|x|); -0 below -104.
-OASR_AVX2_INLINE __m256 swish_ps(__m256 x) {
-  const __m256 e = exp_ps(_mm256_sub_ps(_mm256_setzero_ps(), abs_ps(x)));
-  const __m256 non_negative = _mm256_cmp_ps(x, _mm256_setzero_ps(), _CMP_GE_OQ);
-  const __m256 numerator = _mm256_blendv_ps(_mm256_mul_ps(x, e), x, non_negative);
-  __m256 result = _mm256_div_ps(numerator, _mm256_add_ps(_mm256_set1_ps(1.0f), e));
-  result = _mm256_blendv_ps(result, _mm256_set1_ps(-0.0f),
-                            _mm256_cmp_ps(x, _mm256_set1_ps(-104.0f), _CMP_LT_OQ));
-  return _mm256_blendv_ps(result, x, is_nan_ps(x));
+// detail::exp_neg_bounded, lane by lane (a in [0, kSigmoidArgLimit]):
+// scale = 2^n and t = e^r - 1.
+OASR_AVX2_INLINE void exp_neg_bounded_ps(__m256 a, __m256* scale, __m256* t) {
+  const __m256 neg_a = _mm256_sub_ps(_mm256_setzero_ps(), a);  // -a exactly
+  const __m256 shift = _mm256_set1_ps(0x1.8p23f);
+  const __m256 shifted = _mm256_fmadd_ps(neg_a, _mm256_set1_ps(0x1.715476p0f), shift);
+  const __m256 n = _mm256_sub_ps(shifted, shift);
+  __m256 r = _mm256_fmadd_ps(n, _mm256_set1_ps(-0x1.62ep-1f), neg_a);
+  r = _mm256_fmadd_ps(n, _mm256_set1_ps(-0x1.0bfbe8p-15f), r);
+  const __m256 p = horner_ps(
+      r, {0x1.6ae55cp-10f, 0x1.1268aap-7f, 0x1.555828p-5f, 0x1.555418p-3f, 0x1.fffffcp-2f, 1.0f});
+  *t = _mm256_mul_ps(p, r);
+  *scale = _mm256_castsi256_ps(_mm256_add_epi32(
+      _mm256_set1_epi32(0x3f800000), _mm256_slli_epi32(_mm256_castps_si256(shifted), 23)));
 }
 
-// act::sigmoid: (x >= 0 ? 1 : e) / (1 + e), e = exp(-|x|).
+// detail::div_one_plus: num / (1 + e) by a quadratic start, a Newton step
+// and one corrected quotient.
+OASR_AVX2_INLINE __m256 div_one_plus_ps(__m256 num, __m256 num_lo, __m256 e) {
+  const __m256 one = _mm256_set1_ps(1.0f);
+  const __m256 neg_e = _mm256_sub_ps(_mm256_setzero_ps(), e);
+  __m256 y = _mm256_fmadd_ps(
+      _mm256_fmadd_ps(e, _mm256_set1_ps(0x1.4ae1a8p-2f), _mm256_set1_ps(-0x1.9d9d9p-1f)), e,
+      _mm256_set1_ps(0x1.fac81ap-1f));
+  const __m256 eps = _mm256_fmadd_ps(neg_e, y, _mm256_sub_ps(one, y));
+  y = _mm256_fmadd_ps(y, eps, y);
+  const __m256 q = _mm256_mul_ps(num, y);
+  const __m256 minus_residual = _mm256_sub_ps(_mm256_fmadd_ps(q, e, _mm256_sub_ps(q, num)), num_lo);
+  return _mm256_fnmadd_ps(minus_residual, y, q);  // -(minus_residual y) + q, one rounding
+}
+
+// detail::sigmoid_arg: min(|x|, limit); minps gives the limit for NaN lanes.
+OASR_AVX2_INLINE __m256 sigmoid_arg_ps(__m256 x) {
+  return _mm256_min_ps(abs_ps(x), _mm256_set1_ps(act::detail::kSigmoidArgLimit));
+}
+
+// act::swish: (x < 0 ? x e : x) / (1 + e), e = e^-|x|; beyond the limit
+// -0 or x (NaN lanes: x).
+OASR_AVX2_INLINE __m256 swish_ps(__m256 x) {
+  __m256 scale, t;
+  exp_neg_bounded_ps(sigmoid_arg_ps(x), &scale, &t);
+  const __m256 e = _mm256_fmadd_ps(scale, t, scale);
+  const __m256 x_scaled = _mm256_mul_ps(x, scale);
+  const __m256 num = _mm256_fmadd_ps(x_scaled, t, x_scaled);
+  const __m256 num_lo = _mm256_fmadd_ps(x_scaled, t, _mm256_sub_ps(x_scaled, num));
+  const __m256 negative = _mm256_cmp_ps(x, _mm256_setzero_ps(), _CMP_LT_OQ);
+  const __m256 q =
+      div_one_plus_ps(_mm256_blendv_ps(x, num, negative), _mm256_and_ps(num_lo, negative), e);
+  const __m256 beyond = _mm256_blendv_ps(x, _mm256_set1_ps(-0.0f), negative);
+  const __m256 within =
+      _mm256_cmp_ps(abs_ps(x), _mm256_set1_ps(act::detail::kSigmoidArgLimit), _CMP_LE_OQ);
+  return _mm256_blendv_ps(beyond, q, within);
+}
+
+// act::sigmoid: (x < 0 ? e : 1) / (1 + e); +0 below -limit; NaN lanes: x.
 OASR_AVX2_INLINE __m256 sigmoid_ps(__m256 x) {
-  const __m256 e = exp_ps(_mm256_sub_ps(_mm256_setzero_ps(), abs_ps(x)));
-  const __m256 non_negative = _mm256_cmp_ps(x, _mm256_setzero_ps(), _CMP_GE_OQ);
-  const __m256 numerator = _mm256_blendv_ps(e, _mm256_set1_ps(1.0f), non_negative);
-  const __m256 result = _mm256_div_ps(numerator, _mm256_add_ps(_mm256_set1_ps(1.0f), e));
+  __m256 scale, t;
+  exp_neg_bounded_ps(sigmoid_arg_ps(x), &scale, &t);
+  const __m256 e = _mm256_fmadd_ps(scale, t, scale);
+  const __m256 e_lo = _mm256_fmadd_ps(scale, t, _mm256_sub_ps(scale, e));
+  const __m256 negative = _mm256_cmp_ps(x, _mm256_setzero_ps(), _CMP_LT_OQ);
+  __m256 result = div_one_plus_ps(_mm256_blendv_ps(_mm256_set1_ps(1.0f), e, negative),
+                                  _mm256_and_ps(e_lo, negative), e);
+  result = _mm256_blendv_ps(
+      result, _mm256_setzero_ps(),
+      _mm256_cmp_ps(x, _mm256_set1_ps(-act::detail::kSigmoidArgLimit), _CMP_LT_OQ));
   return _mm256_blendv_ps(result, x, is_nan_ps(x));
 }
 

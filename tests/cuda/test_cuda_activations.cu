@@ -8,9 +8,11 @@
 #include <cuda_runtime.h>
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
 #include <cstdint>
 #include <cstring>
+#include <thread>
 #include <vector>
 
 #include "core/activations.h"
@@ -90,6 +92,92 @@ TEST(CudaActivations, EveryFunctionIsBitIdenticalToTheHost) {
                              << (first >= 0 ? bits_float(inputs[first]) : 0.0f);
   }
   cudaFree(d_in);
+  cudaFree(d_out);
+}
+
+// sigmoid and swish, the epilogue activations of the U2++ FFN and conv
+// module, over every one of the 2^32 inputs: the device's bits against the
+// host's, and the error against the exact function (float64 libm) within 2
+// ulps wherever the result is a normal float (x >= -kSigmoidArgLimit).
+__global__ void every_input_kernel(bool swish, uint64_t first, uint32_t* out, int64_t n) {
+  for (int64_t i = blockIdx.x * static_cast<int64_t>(blockDim.x) + threadIdx.x; i < n;
+       i += static_cast<int64_t>(gridDim.x) * blockDim.x) {
+    const float x = bits_float(static_cast<uint32_t>(first + i));
+    out[i] = float_bits(swish ? act::swish(x) : act::sigmoid(x));
+  }
+}
+
+double exact_sigmoid(double v) {
+  return v >= 0 ? 1.0 / (1.0 + std::exp(-v)) : std::exp(v) / (1.0 + std::exp(v));
+}
+double ulp32_of(double exact) {
+  int exponent = 0;
+  std::frexp(std::max(std::fabs(exact), 0x1p-126), &exponent);
+  return std::ldexp(1.0, exponent - 24);
+}
+
+struct ChunkCheck {
+  int64_t mismatches = 0;
+  uint32_t first_mismatch = 0;
+  double max_ulp = 0;
+  float worst_x = 0;
+};
+
+TEST(CudaActivations, SwishAndSigmoidOverAllInputsMatchTheHostWithinTwoUlp) {
+  OASR_SKIP_WITHOUT_CUDA();
+  constexpr int64_t kChunk = int64_t{1} << 28;
+  uint32_t* d_out = nullptr;
+  ASSERT_EQ(cudaMalloc(&d_out, kChunk * sizeof(uint32_t)), cudaSuccess);
+  std::vector<uint32_t> device_bits(kChunk);
+  const int threads = std::max(1u, std::thread::hardware_concurrency());
+  for (bool swish : {true, false}) {
+    ChunkCheck total;
+    for (uint64_t first = 0; first < (uint64_t{1} << 32); first += kChunk) {
+      every_input_kernel<<<4096, 256>>>(swish, first, d_out, kChunk);
+      ASSERT_EQ(cudaGetLastError(), cudaSuccess);
+      ASSERT_EQ(
+          cudaMemcpy(device_bits.data(), d_out, kChunk * sizeof(uint32_t), cudaMemcpyDeviceToHost),
+          cudaSuccess);
+      std::vector<ChunkCheck> parts(threads);
+      std::vector<std::thread> pool;
+      for (int t = 0; t < threads; ++t) {
+        pool.emplace_back([&, t] {
+          ChunkCheck& part = parts[t];
+          for (int64_t i = kChunk * t / threads; i < kChunk * (t + 1) / threads; ++i) {
+            const uint32_t bits = static_cast<uint32_t>(first + i);
+            const float x = bits_float(bits);
+            const float host = swish ? act::swish(x) : act::sigmoid(x);
+            if (float_bits(host) != device_bits[i] && part.mismatches++ == 0)
+              part.first_mismatch = bits;
+            if (std::isnan(x) || x < -act::detail::kSigmoidArgLimit) continue;
+            const double exact = swish ? x * exact_sigmoid(x) : exact_sigmoid(x);
+            if (std::isinf(exact)) continue;  // swish(+inf): checked bit for bit above
+            const double error = std::fabs(host - exact) / ulp32_of(exact);
+            if (error > part.max_ulp) {
+              part.max_ulp = error;
+              part.worst_x = x;
+            }
+          }
+        });
+      }
+      for (std::thread& thread : pool) thread.join();
+      for (const ChunkCheck& part : parts) {
+        if (part.mismatches > 0 && total.mismatches == 0)
+          total.first_mismatch = part.first_mismatch;
+        total.mismatches += part.mismatches;
+        if (part.max_ulp > total.max_ulp) {
+          total.max_ulp = part.max_ulp;
+          total.worst_x = part.worst_x;
+        }
+      }
+    }
+    const char* name = swish ? "swish" : "sigmoid";
+    EXPECT_EQ(total.mismatches, 0)
+        << name << ": first input 0x" << std::hex << total.first_mismatch;
+    EXPECT_LE(total.max_ulp, 2.0) << name << " worst at " << std::hexfloat << total.worst_x;
+    std::printf("  %s over all 2^32 inputs: %lld host/device differences, max %.3f ulp at %a\n",
+                name, static_cast<long long>(total.mismatches), total.max_ulp, total.worst_x);
+  }
   cudaFree(d_out);
 }
 

@@ -211,12 +211,26 @@ TEST(Activations, TanhSpecialValues) {
 
 // ---- sigmoid, swish, relu ---------------------------------------------------
 
-TEST(Activations, SigmoidWithinTwoAndAHalfUlpSwishThreeAndAHalf) {
-  // Normal results only; below -87 the results are subnormal and the
-  // subnormal spacing is checked by the same ulp32 (2^-149).
-  EXPECT_SWEEP_WITHIN(sweep(-87.0f, 30.0f, 8'000'000, act::sigmoid, exact_sigmoid), 2.5);
-  EXPECT_SWEEP_WITHIN(sweep(-110.0f, -87.0f, 1'000'000, act::sigmoid, exact_sigmoid), 1.0);
-  EXPECT_SWEEP_WITHIN(sweep(-80.0f, 1e30f, 8'000'000, act::swish, exact_swish), 3.5);
+TEST(Activations, SigmoidAndSwishWithinTwoUlp) {
+  // The served range, x >= -kSigmoidArgLimit (normal results). The device
+  // test tests/cuda/test_cuda_activations.cu checks all 2^32 inputs.
+  const float limit = act::detail::kSigmoidArgLimit;
+  EXPECT_SWEEP_WITHIN(sweep(-limit, 30.0f, 8'000'000, act::sigmoid, exact_sigmoid), 2.0);
+  EXPECT_SWEEP_WITHIN(sweep(-limit, 1e30f, 8'000'000, act::swish, exact_swish), 2.0);
+  EXPECT_SWEEP_WITHIN(sweep(-1.0f, 1.0f, 4'000'000, act::swish, exact_swish), 2.0);
+}
+
+TEST(Activations, SigmoidAndSwishTailsBeyondTheLimitAreTheirLimits) {
+  // Beyond |x| = 86 e^-|x| < 2^-124: sigmoid is +0 or 1, swish -0 or x.
+  const float limit = act::detail::kSigmoidArgLimit;
+  const float beyond = std::nextafter(-limit, -kInf);
+  EXPECT_EQ(float_bits(act::sigmoid(beyond)), 0u);
+  EXPECT_EQ(float_bits(act::sigmoid(-100.0f)), 0u);
+  EXPECT_GT(act::sigmoid(-limit), 0x1p-125f);  // the last served input: normal, not flushed
+  EXPECT_EQ(float_bits(act::swish(beyond)), float_bits(-0.0f));
+  EXPECT_LT(act::swish(-limit), -0x1p-120f);
+  EXPECT_EQ(act::sigmoid(std::nextafter(limit, kInf)), 1.0f);
+  EXPECT_EQ(act::swish(100.0f), 100.0f);
 }
 
 TEST(Activations, SigmoidSwishReluSpecialValues) {
@@ -224,8 +238,7 @@ TEST(Activations, SigmoidSwishReluSpecialValues) {
   EXPECT_EQ(act::sigmoid(-0.0f), 0.5f);
   EXPECT_EQ(act::sigmoid(kInf), 1.0f);
   EXPECT_EQ(float_bits(act::sigmoid(-kInf)), 0u);
-  EXPECT_EQ(act::sigmoid(20.0f), 1.0f);    // 1 - 2e-9 rounds to 1
-  EXPECT_GT(act::sigmoid(-100.0f), 0.0f);  // e^-100: subnormal, not flushed
+  EXPECT_EQ(act::sigmoid(20.0f), 1.0f);  // 1 - 2e-9 rounds to 1
 
   EXPECT_EQ(act::swish(kInf), kInf);
   EXPECT_EQ(float_bits(act::swish(-kInf)), float_bits(-0.0f));  // limit, not inf*0
