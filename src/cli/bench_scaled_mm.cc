@@ -264,8 +264,9 @@ void run_oasr(const BenchScaledMMOptions& options, const std::vector<Shape>& sha
         // Hopper: the native lane (what auto serves there) is the one compared.
         if (quant::cuda::native_supported(format, device_index, &why) &&
             quant::cuda::native_takes(args)) {
-          const quant::cuda::NativeConfig table = quant::cuda::choose_native_config(
-              format, shape.m, shape.n, shape.k, args.served, args.out_multiplier != nullptr);
+          const quant::cuda::NativeConfig table =
+              quant::cuda::choose_native_config(format, shape.m, shape.n, shape.k, args.served,
+                                                args.out_multiplier != nullptr, args.act);
           const double native_us =
               time_launch(options, [&] { quant::cuda::scaled_mm_native(args, table); });
           emit("native", table.name(format), native_us);

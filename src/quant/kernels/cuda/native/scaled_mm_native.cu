@@ -51,11 +51,12 @@ const std::vector<NativeConfig>& compiled_configs() {
   return configs;
 }
 
-// One measured row of the tuning table: for (format, output, N, K), the
-// configuration that was fastest for every M up to m_max.
+// One measured row of the tuning table: for (format, output, activation, N,
+// K), the configuration that was fastest for every M up to m_max.
 struct TuningRow {
   const char* format;  // "int8" | "fp8"
   const char* out;     // "f32" | "f16" | "bf16" | "q8"
+  const char* act;     // activation_name of the epilogue's activation
   int64_t m_max;
   int64_t n;
   int64_t k;
@@ -131,31 +132,40 @@ std::vector<NativeConfig> native_configs() {
 }
 
 NativeConfig choose_native_config(QDType format, int64_t m, int64_t n, int64_t k, DType served,
-                                  bool quantizing) {
+                                  bool quantizing, Activation act) {
   const std::vector<NativeConfig>& configs = compiled_configs();
   OASR_CHECK(!configs.empty(), kUnsupported,
              "the native scaled GEMMs are not in this build (it has no sm_90a kernels)");
   const std::string format_name = format == QDType::kFp8E4M3 ? "fp8" : "int8";
-  auto lookup = [&](const std::string& out) {
+  auto lookup = [&](const std::string& out, const std::string& act_name) {
+    auto matches = [&](const TuningRow& row) {
+      return row.n == n && row.k == k && format_name == row.format && out == row.out &&
+             act_name == row.act;
+    };
     const TuningRow* best = nullptr;
     for (const TuningRow& row : kTuningTable) {
-      if (row.n != n || row.k != k || format_name != row.format || out != row.out) continue;
-      if (row.m_max < m) continue;
+      if (!matches(row) || row.m_max < m) continue;
       if (best == nullptr || row.m_max < best->m_max) best = &row;
     }
     // Past the largest measured M the largest bucket's choice holds.
     if (best == nullptr) {
       for (const TuningRow& row : kTuningTable) {
-        if (row.n != n || row.k != k || format_name != row.format || out != row.out) continue;
+        if (!matches(row)) continue;
         if (best == nullptr || row.m_max > best->m_max) best = &row;
       }
     }
     return best;
   };
   // The sweep measures float16 and the quantizing output; bfloat16 (the same
-  // bytes per element) and float32 take float16's row.
-  const TuningRow* best = lookup(out_kind(served, quantizing));
-  if (best == nullptr && !quantizing) best = lookup("f16");
+  // bytes per element) and float32 take float16's row. An activation without
+  // rows of its own takes the rows measured without one.
+  auto lookup_output = [&](const std::string& act_name) {
+    const TuningRow* row = lookup(out_kind(served, quantizing), act_name);
+    if (row == nullptr && !quantizing) row = lookup("f16", act_name);
+    return row;
+  };
+  const TuningRow* best = lookup_output(activation_name(act));
+  if (best == nullptr) best = lookup_output("none");
   const int index = best != nullptr ? best->config : untuned_config(format, m, n, k);
   for (const NativeConfig& config : configs) {
     if (config.index == index) return config;
@@ -205,12 +215,20 @@ std::string native_kernel_name(QDType format, int64_t m, int64_t n, int64_t k) {
 }
 
 // Whether the native epilogue is the faster one for `args`. An int8 GEMM with
-// a swish epilogue is not: on the H200 the native kernel took 343 us against
-// mma.sync's 199 us at 16000x2048x256 (bench/README.md, "The scaled GEMMs on
-// Hopper"), and int8 gives the same bits on both lanes, so the choice depends
-// on the layer alone (never on M) and keeps batch invariance.
+// a swish epilogue only above M = 8192: with the division-free swish and its
+// own tuning rows the native kernel took 87.9 us against mma.sync's 133.5 at
+// 16000x2048x256, and the full-size U2++ encoder at B = 64 (M = 16000) went
+// from 11.10 to 10.58 ms; at B = 16 (M = 4000) the encoder measured 3.83 ms
+// with it against 3.71 without, though the GEMM alone was faster (30.6 vs
+// 39.2 us), and at M = 250 the GEMM alone was slower (15.8 vs 12.7 us)
+// (H100, bench/README.md "Division-free swish"). Every int8 lane gives the
+// CPU reference's bits, so a choice by M keeps batch invariance; fp8's lanes
+// differ in summation order, and fp8 never switches lanes by M.
 bool native_preferred(const ScaledMMArgs& args) {
-  return !(args.format == QDType::kInt8 && args.act == Activation::kSwish);
+  constexpr int64_t kInt8SwishNativeMinRows = 8193;
+  if (args.format == QDType::kInt8 && args.act == Activation::kSwish)
+    return args.m >= kInt8SwishNativeMinRows;
+  return true;
 }
 
 void scaled_mm_native(const ScaledMMArgs& args) {
@@ -219,7 +237,7 @@ void scaled_mm_native(const ScaledMMArgs& args) {
     return;
   }
   scaled_mm_native(args, choose_native_config(args.format, args.m, args.n, args.k, args.served,
-                                              args.out_multiplier != nullptr));
+                                              args.out_multiplier != nullptr, args.act));
 }
 
 void scaled_mm_native(const ScaledMMArgs& args, const NativeConfig& config) {

@@ -31,9 +31,9 @@ struct NativeConfig {
 
 // Every compiled configuration (empty in a build without sm_90a).
 std::vector<NativeConfig> native_configs();
-// The tuning table's configuration for one shape.
+// The tuning table's configuration for one shape and epilogue activation.
 NativeConfig choose_native_config(QDType format, int64_t m, int64_t n, int64_t k, DType served,
-                                  bool quantizing);
+                                  bool quantizing, Activation act = Activation::kNone);
 // Whether device `device_index` runs the native kernels for `format`: an
 // sm_90 GPU and a build that compiled sm_90a. On false `why` says what is missing.
 bool native_supported(QDType format, int device_index, std::string* why);
@@ -42,7 +42,8 @@ bool native_supported(QDType format, int device_index, std::string* why);
 bool native_takes(const ScaledMMArgs& args);
 // Whether scaled_mm_native(args) serves a GEMM the native kernels take with
 // them rather than mma.sync: false where mma.sync measured faster with the
-// same bits (int8 with a swish epilogue); depends on the layer, never on M.
+// same bits (int8 with a swish epilogue up to M = 8192; int8 lanes agree bit
+// for bit, so only int8 may switch by M).
 bool native_preferred(const ScaledMMArgs& args);
 // The kernel name scaled_mm_native runs for one shape (for the report).
 std::string native_kernel_name(QDType format, int64_t m, int64_t n, int64_t k);
