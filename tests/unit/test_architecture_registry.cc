@@ -509,7 +509,9 @@ TEST(ArchitectureRegistry, ABatchFailureIsAttributedToItsUtterance) {
   for (size_t i : {0u, 2u, 4u}) {
     ASSERT_TRUE(results[i].ok()) << labels[i] << ": " << results[i].error->what();
     const auto alone = engine.transcribe({utterances[i]});
-    if (i == 0) EXPECT_FALSE(alone[0].tokens.empty());  // the input of the test above
+    if (i == 0) {
+      EXPECT_FALSE(alone[0].tokens.empty());  // the input of the test above
+    }
     EXPECT_EQ(results[i].transcript->tokens, alone[0].tokens) << labels[i];
   }
   ASSERT_FALSE(results[1].ok());
