@@ -7,6 +7,7 @@ oasr prints its own lines.
                         [--warmup 2] [--iters 5] [--threads N] [--seed 0]
                         [--dynamic-int8] [--device cpu|cuda[:N]]
                         [--dtype float32|float16|bfloat16] [--compile]
+                        [--torchao int8_dynamic|fp8_rowwise]
 
 --device cuda times the encoder of tools/train/model.py instead (same
 weights, batched masks, fused attention: see load_serving_encoder) on the GPU in --dtype (model.to(device, dtype),
@@ -25,6 +26,14 @@ mode="reduce-overhead" (CUDA graphs: the strongest a PyTorch user has).
 nn.Linear (torch.ao.quantization.quantize_dynamic: int8 weights per tensor,
 activations quantized per batch at run time), the baseline for oasr's
 int8_w8a8 on CPU.
+
+--torchao (cuda) applies torchao's quantize_ to every nn.Linear of the
+encoder before timing: int8_dynamic is Int8DynamicActivationInt8WeightConfig
+(int8 weights per channel, activations per token at run time),
+fp8_rowwise is Float8DynamicActivationFloat8WeightConfig(granularity=PerRow())
+(e4m3, per-row scales): the strongest W8A8 a PyTorch user assembles, meant
+with --compile (torchao's kernels come from inductor). Lines carry
+"quantization":"torchao_<name>".
 
 DIR is a WeNet experiment directory (train.yaml, final.pt, units.txt,
 global_cmvn), e.g. one written by tests/oracle/u2pp/make_u2pp_case.py; oasr
@@ -138,6 +147,10 @@ def main() -> int:
     parser.add_argument("--device", default="cpu")
     parser.add_argument("--dtype", choices=sorted(DTYPES), default="float32")
     parser.add_argument("--compile", action="store_true")
+    parser.add_argument("--torchao", choices=["int8_dynamic", "fp8_rowwise"], default=None)
+    parser.add_argument("--only-cudagraphs", action="store_true",
+                        help="with --compile on cuda: time only torch.compile "
+                        "mode=reduce-overhead (torchao's eager W8A8 takes ~0.25 s a call)")
     args = parser.parse_args()
     if args.iters < 1 or args.warmup < 0 or args.seconds <= 0:
         parser.error("need --iters >= 1, --warmup >= 0, --seconds > 0")
@@ -149,6 +162,8 @@ def main() -> int:
         parser.error("the CPU baseline is float32 (as oasr's CPU path)")
     if args.dynamic_int8 and device.type != "cpu":
         parser.error("--dynamic-int8 is a CPU baseline")
+    if args.torchao and device.type != "cuda":
+        parser.error("--torchao is a CUDA baseline")
 
     if args.threads > 0:
         torch.set_num_threads(args.threads)
@@ -163,12 +178,27 @@ def main() -> int:
                                                        dtype=torch.qint8)
     model = model.to(device=device, dtype=dtype)
     quantization = "dynamic_int8_linear" if args.dynamic_int8 else "none"
+    if args.torchao:
+        try:
+            from torchao.quantization import (Float8DynamicActivationFloat8WeightConfig,
+                                              Int8DynamicActivationInt8WeightConfig, PerRow,
+                                              quantize_)
+        except ImportError as error:
+            raise SystemExit(f"--torchao needs the torchao package ({error}); pip install torchao")
+        config = (Int8DynamicActivationInt8WeightConfig() if args.torchao == "int8_dynamic" else
+                  Float8DynamicActivationFloat8WeightConfig(granularity=PerRow()))
+        quantize_(model.encoder, config)
+        quantization = f"torchao_{args.torchao}"
 
     if serving:
         variants = [("pytorch", lambda f, n: model.encoder(f, n))]
     else:
         variants = [("pytorch", lambda f, n: model.encode(f, n))]
-    if args.compile and serving:
+    if args.only_cudagraphs and not (args.compile and serving):
+        parser.error("--only-cudagraphs needs --compile and --device cuda")
+    if args.only_cudagraphs:
+        variants = [("pytorch_compile_cudagraphs", "reduce-overhead")]
+    elif args.compile and serving:
         # Each compiled variant starts from a reset dynamo cache: both wrap the
         # same forward, and a cached graph of one mode must not serve the other.
         variants.append(("pytorch_compile", "default"))
