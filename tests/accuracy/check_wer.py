@@ -97,6 +97,8 @@ def main() -> int:
     parser.add_argument("--has-cuda", action="store_true", help="this build has the CUDA backend and a GPU")
     parser.add_argument("--whisper-tiny-en", type=Path, help="the converted Whisper tiny.en directory")
     parser.add_argument("--whisper-base", type=Path, help="the converted Whisper base directory")
+    parser.add_argument("--print-measured", action="store_true",
+                        help="also print oasr eval's JSON line (errors by kind), for re-measuring a row")
     args = parser.parse_args()
     # The command runs in --source-dir, so paths given relative to here must not.
     args.oasr, args.eval_sets = args.oasr.resolve(), args.eval_sets.resolve()
@@ -155,6 +157,8 @@ def run_row(row: dict, label: str, reference: dict, args: argparse.Namespace, wo
         print(f"FAIL {label}: oasr exited with {result.returncode}: {result.stderr.strip()[-2000:]}")
         return 1
     measured = json.loads(result.stdout.strip().splitlines()[-1])
+    if args.print_measured:
+        print("measured:", json.dumps(measured, sort_keys=True))
     words, errors = int(measured["reference_words"]), int(measured["errors"])
     if words != int(row["words"]):
         print(f"FAIL {label}: the test set has {words} reference words, the reference row {row['words']}")
