@@ -40,11 +40,11 @@ struct DecodeOptionSpec {
   // Inclusive bounds of an integer, a number or each number of a list; a
   // number is always finite. `special` values are taken outside the bounds
   // (chunk_size's -1: offline).
-  std::optional<double> min;
-  std::optional<double> max;
-  std::vector<double> special;
-  std::vector<std::string> choices;  // a text option's values; empty: any text
-  std::vector<std::string> aliases;  // other keys for it (decoding_method)
+  std::optional<double> min{};
+  std::optional<double> max{};
+  std::vector<double> special{};
+  std::vector<std::string> choices{};  // a text option's values; empty: any text
+  std::vector<std::string> aliases{};  // other keys for it (decoding_method)
 };
 
 // "--beam-size" for "beam_size".

@@ -26,10 +26,10 @@ inline constexpr const char* kKvCacheFp8 = "fp8_e4m3";
 // --quantization / --quantization-option, the Python dict, the server's
 // config. Unvalidated: QuantizationConfig::parse() turns it into a config.
 struct QuantizationRequest {
-  std::string scheme;               // a preset name; empty = no weight quantization
-  std::vector<std::string> ignore;  // module-path globs kept full precision
-  std::optional<std::vector<LayerKind>> module_types;  // unset: linear, pointwise_conv
-  std::string kv_cache;                                // "" (served dtype) or "fp8_e4m3"
+  std::string scheme{};               // a preset name; empty = no weight quantization
+  std::vector<std::string> ignore{};  // module-path globs kept full precision
+  std::optional<std::vector<LayerKind>> module_types{};  // unset: linear, pointwise_conv
+  std::string kv_cache{};                                // "" (served dtype) or "fp8_e4m3"
 
   // A scheme string, or {"scheme", "ignore" (glob or list), "module_types"
   // (comma list or list), "kv_cache"}; unknown keys and mistyped values are

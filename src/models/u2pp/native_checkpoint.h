@@ -80,10 +80,10 @@ struct NativeWriteOptions {
   // Store the model's floating-point weights in this dtype (float32, float16
   // or bfloat16; unset keeps each tensor's own). The global CMVN statistics
   // always stay float32: they are few and feed every frame.
-  std::optional<DType> weight_dtype;
+  std::optional<DType> weight_dtype{};
   // More files written into the directory before it is renamed into place
   // (file name, contents), e.g. oasr quantize's quantization_report.json.
-  std::vector<std::pair<std::string, std::string>> extra_files;
+  std::vector<std::pair<std::string, std::string>> extra_files{};
 };
 
 // Writes `source` as a native directory at `destination`, atomically: every

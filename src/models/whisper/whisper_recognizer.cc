@@ -452,7 +452,7 @@ struct SequentialUtterance {
   std::span<const float> samples;
   int64_t frames = 0;  // samples / 160 (WhisperLogMel::compute_whole)
   int64_t seek = 0;
-  Tensor mel;  // the whole utterance's log-mel while it is being decoded
+  Tensor mel{};  // the whole utterance's log-mel while it is being decoded
 };
 
 // A window's sampling seed: its first sample's position and the
