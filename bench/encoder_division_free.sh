@@ -43,16 +43,8 @@ if want 1; then
     "$bin/$t" --gtest_brief=1 2>&1 | tail -30 | sed "s/^/[$t] /"
   done | tee "$out/tests.log"
 fi
-if want 2; then
-  shapes="250,2048,256;4000,2048,256;16000,2048,256;32768,2048,256"
-  for arm in new old; do
-    exe=$bin/oasr
-    [[ $arm == old ]] && exe=$old
-    "$exe" bench scaled-mm --device cuda --shapes "$shapes" --format all --act swish --sweep \
-      --iters 30 $([[ $arm == old ]] && echo --no-baseline) > "$out/scaled_mm_swish_$arm.jsonl" \
-      2> "$out/scaled_mm_swish_$arm.err"
-  done
-fi
+# Step 2 is bench/encoder_swish.sh's step 2 (the same shapes and sweep).
+want 2 && bash "$here/encoder_swish.sh" "$bin" "$old" "$sets" "$out" 2
 if want 3; then
   make_full
   "$bin/oasr" bench encoder --ckpt-dir "$full" "${common[@]}" --baseline-python "$py" \
