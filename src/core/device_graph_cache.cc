@@ -2,6 +2,7 @@
 
 #include <sstream>
 
+#include "core/env.h"
 #include "core/logging.h"
 
 namespace oasr {
@@ -35,7 +36,8 @@ DeviceGraphCache::Entry& DeviceGraphCache::touch(const std::string& key) {
 std::vector<Tensor> DeviceGraphCache::run(const std::string& key, Device device,
                                           const DeviceWork& work,
                                           const std::vector<Tensor>& inputs) {
-  if (!device_graphs_supported(device)) return work(inputs);
+  // Graphs off (OASR_CUDA_GRAPHS=0) or a device without them (the CPU): eager.
+  if (!env::cuda_graphs_enabled() || !device_graphs_supported(device)) return work(inputs);
   const std::string full_key = shape_key(key, device, inputs);
   enum class Action { kReplay, kEager, kMeasure, kRecord };
   Action action = Action::kEager;

@@ -115,7 +115,7 @@ Tensor run_step(WhisperDecoderStep& step, const Tensor& tokens) {
 // The timestamp rules read every row's whole distribution with the row's
 // own history, so with timestamps the rows cross whole, as on the CPU.
 bool reduce_on_device(const Tensor& logits, const WhisperSearchOptions& options) {
-  return logits.device().is_cuda() && !options.timestamps && options.temperature == 0.0 &&
+  return !logits.device().is_cpu() && !options.timestamps && options.temperature == 0.0 &&
          !options.filtered_log_probs;
 }
 

@@ -224,10 +224,7 @@ Tensor MultiHeadAttention::in_place_attention(const Tensor& q, const Tensor& key
                                               const Tensor& values, const Tensor& key_scales,
                                               const Tensor& value_scales, int64_t key_count,
                                               bool causal) const {
-  if (!q.device().is_cuda() || !env::fused_attention_enabled() ||
-      scaling_ != ScoreScaling::kQuery) {
-    return Tensor();
-  }
+  if (!env::fused_attention_enabled() || scaling_ != ScoreScaling::kQuery) return Tensor();
   const ops::CachedAttentionInputs in{q.view({q.size(0), q.size(1), heads_, head_dim_}),
                                       keys,
                                       values,
@@ -235,7 +232,7 @@ Tensor MultiHeadAttention::in_place_attention(const Tensor& q, const Tensor& key
                                       value_scales,
                                       key_count,
                                       causal};
-  if (!ops::cached_attention_fusable(in)) return Tensor();
+  if (!ops::cached_attention_fusable(in)) return Tensor();  // e.g. off CUDA
   return out_->forward(ops::cached_attention(in));
 }
 
@@ -245,9 +242,9 @@ Tensor MultiHeadAttention::forward_cached(const Tensor& x, KvCache& cache, int64
   // [R, n, D] is already the cache's [row][token][head][head_dim] order.
   cache.append(layer, key_->forward(x), value_->forward(x));
   const Tensor q = project_query(x);
-  if (x.device().is_cuda()) {
-    // The kernel reads the store where it is (e4m3 codes included): no copy
-    // of the cache per step (ops/cached_attention.h).
+  {
+    // The fused kernel reads the store where it is (e4m3 codes included):
+    // no copy of the cache per step (ops/cached_attention.h).
     const KvCache::Stored s = cache.stored(layer);
     const Tensor fused = in_place_attention(q, s.keys, s.values, s.key_scales, s.value_scales,
                                             cache.tokens(layer), true);
@@ -314,7 +311,7 @@ Tensor MultiHeadAttention::forward_cross(const Tensor& x, const AttentionMemory&
   for (int64_t r = 0; folded && r < rows; ++r) {
     folded = cross_rows[static_cast<size_t>(r)] == r / per_row;
   }
-  if (folded && q.device().is_cuda()) {
+  if (folded) {
     // Row r reads memory row r / per_row: the in-place kernel's own mapping.
     const auto tokens_major = [](const Tensor& t) { return t.defined() ? t.transpose(1, 2) : t; };
     const Tensor fused = in_place_attention(
@@ -414,7 +411,7 @@ RelPositionMultiHeadAttention::Output RelPositionMultiHeadAttention::forward(
 
   Output output;
   if (return_cache) output.cache = ops::concat({k.transpose(1, 2), v.transpose(1, 2)}, 3);
-  if (q.device().is_cuda() && env::fused_attention_enabled()) {
+  if (env::fused_attention_enabled()) {
     ops::RelPositionAttentionInputs in{
         q, k, v, p, param("pos_bias_u"), param("pos_bias_v"), mask, score_scale_};
     if (ops::rel_position_attention_fusable(in)) {

@@ -94,46 +94,20 @@ Tensor Conv2d::quantized_forward(const Tensor& x) const {
   const int64_t out_w = (width + 2 * options_.padding_w - kernel_w_) / options_.stride_w + 1;
   OASR_CHECK(out_h > 0 && out_w > 0, kInvalidArgument, "quantized Conv2d '", path(), "': input ",
              shape_str(x.shape()), " is smaller than the ", kernel_h_, "x", kernel_w_, " kernel");
-  if (x.device().is_cuda()) {
-    return quant_forward_conv_cuda(x, kernel_h_, kernel_w_, options_.stride_h, options_.stride_w,
-                                   options_.padding_h, options_.padding_w, out_h, out_w,
-                                   Activation::kNone)
-        .view({batch, out_h, out_w, out_channels_})
-        .transpose(3, 1)
-        .transpose(2, 3)
-        .contiguous();
-  }
-  const int64_t patch = kernel_h_ * kernel_w_ * in_channels_;
-  const Tensor xf = x.to(DType::kF32).contiguous();
-  Tensor patches = Tensor::zeros({batch * out_h * out_w, patch}, DType::kF32);
-  const float* src = xf.data<float>();
-  float* dst = patches.data<float>();
-  for (int64_t b = 0; b < batch; ++b) {
-    for (int64_t oy = 0; oy < out_h; ++oy) {
-      for (int64_t ox = 0; ox < out_w; ++ox) {
-        float* row = dst + ((b * out_h + oy) * out_w + ox) * patch;
-        for (int64_t r = 0; r < kernel_h_; ++r) {
-          const int64_t iy = oy * options_.stride_h - options_.padding_h + r;
-          if (iy < 0 || iy >= height) continue;
-          for (int64_t s = 0; s < kernel_w_; ++s) {
-            const int64_t ix = ox * options_.stride_w - options_.padding_w + s;
-            if (ix < 0 || ix >= width) continue;
-            for (int64_t c = 0; c < in_channels_; ++c) {
-              row[(r * kernel_w_ + s) * in_channels_ + c] =
-                  src[((b * in_channels_ + c) * height + iy) * width + ix];
-            }
-          }
-        }
-      }
-    }
-  }
+  const ConvPatches patches{kernel_h_,
+                            kernel_w_,
+                            options_.stride_h,
+                            options_.stride_w,
+                            options_.padding_h,
+                            options_.padding_w,
+                            out_h,
+                            out_w};
   // [B*H'*W', Cout] -> [B, H', W', Cout] -> [B, Cout, H', W']
-  const Tensor y = quant_forward(patches, Activation::kNone)
-                       .view({batch, out_h, out_w, out_channels_})
-                       .transpose(3, 1)
-                       .transpose(2, 3)
-                       .contiguous();
-  return x.dtype() == DType::kF32 ? y : y.to(x.dtype());
+  return quant_forward_conv(x, patches, Activation::kNone)
+      .view({batch, out_h, out_w, out_channels_})
+      .transpose(3, 1)
+      .transpose(2, 3)
+      .contiguous();
 }
 
 DepthwiseConv1d::DepthwiseConv1d(int64_t channels, int64_t kernel_size, bool bias)

@@ -99,37 +99,13 @@ Tensor Conv1d::quantized_forward(const Tensor& x) const {
   const int64_t batch = x.size(0);
   const int64_t length = x.size(2);
   const int64_t out_t = output_length(length);
-  if (x.device().is_cuda()) {
-    const Tensor image = x.contiguous().view({batch, in_channels_, 1, length});
-    return quant_forward_conv_cuda(image, 1, kernel_size_, 1, stride_, 0, padding_, 1, out_t,
-                                   activation_)
-        .view({batch, out_t, out_channels_})
-        .transpose(1, 2)
-        .contiguous();
-  }
-  const int64_t patch = kernel_size_ * in_channels_;
-  const Tensor xf = x.to(DType::kF32).contiguous();
-  Tensor patches = Tensor::zeros({batch * out_t, patch}, DType::kF32);
-  const float* src = xf.data<float>();
-  float* dst = patches.data<float>();
-  for (int64_t b = 0; b < batch; ++b) {
-    for (int64_t t = 0; t < out_t; ++t) {
-      float* row = dst + (b * out_t + t) * patch;
-      for (int64_t k = 0; k < kernel_size_; ++k) {
-        const int64_t it = t * stride_ - padding_ + k;
-        if (it < 0 || it >= length) continue;
-        for (int64_t c = 0; c < in_channels_; ++c) {
-          row[k * in_channels_ + c] = src[(b * in_channels_ + c) * length + it];
-        }
-      }
-    }
-  }
+  const Tensor image = x.contiguous().view({batch, in_channels_, 1, length});
+  const ConvPatches patches{1, kernel_size_, 1, stride_, 0, padding_, 1, out_t};
   // [B*T', Cout] -> [B, T', Cout] -> [B, Cout, T']
-  const Tensor y = quant_forward(patches, activation_)
-                       .view({batch, out_t, out_channels_})
-                       .transpose(1, 2)
-                       .contiguous();
-  return x.dtype() == DType::kF32 ? y : y.to(x.dtype());
+  return quant_forward_conv(image, patches, activation_)
+      .view({batch, out_t, out_channels_})
+      .transpose(1, 2)
+      .contiguous();
 }
 
 }  // namespace oasr::layers

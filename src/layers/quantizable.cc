@@ -2,11 +2,10 @@
 
 #include <cmath>
 
+#include "core/device_dispatch.h"
 #include "core/error.h"
-#include "quant/numerics.h"
-#if defined(OASR_WITH_CUDA)
 #include "quant/kernels/cuda/quantize_cuda.h"
-#endif
+#include "quant/numerics.h"
 
 namespace oasr::layers {
 
@@ -228,51 +227,67 @@ GemmInput QuantizableLayer::quant_forward_to_consumer(const GemmInput& x, Activa
                    &consumer);
 }
 
-Tensor QuantizableLayer::quant_forward_conv_cuda(const Tensor& x, int64_t kernel_h,
-                                                 int64_t kernel_w, int64_t stride_h,
-                                                 int64_t stride_w, int64_t pad_h, int64_t pad_w,
-                                                 int64_t out_h, int64_t out_w,
-                                                 Activation act) const {
-  const quant::QuantMethod& method = *quant_method_;
-  const std::string who = quant_module().path();
-  OASR_CHECK(method.has_static_input() && !method.runtime_smoothed() &&
-                 method.number_format().serves_convolution,
-             kInternal, who,
-             ": a quantized convolution takes a convolution format (int8) at a static input "
-             "scale without a smoother");
-#if defined(OASR_WITH_CUDA)
-  const Tensor xc = x.contiguous();
-  quant::cuda::Im2colGeometry g;
-  g.batch = x.size(0);
-  g.channels = x.size(1);
-  g.height = x.size(2);
-  g.width = x.size(3);
-  g.kernel_h = kernel_h;
-  g.kernel_w = kernel_w;
-  g.stride_h = stride_h;
-  g.stride_w = stride_w;
-  g.pad_h = pad_h;
-  g.pad_w = pad_w;
-  g.out_h = out_h;
-  g.out_w = out_w;
-  const int64_t rows = g.batch * out_h * out_w;
-  const int64_t patch = kernel_h * kernel_w * g.channels;
-  quant::QuantizedActivation a;
-  a.format = method.format();
-  a.data = Tensor::empty({rows, patch}, method.storage_dtype(), x.device());
-  a.scale = method.static_scale_column(rows);
-  // The multiplier of a layer without a smoother: 1 * (1 / input_scale).
-  const float multiplier = quant::static_multiplier(method.static_input_scale(), 1.0f);
-  if (rows > 0) {
-    quant::cuda::im2col_quantize_int8(xc.raw_data(), x.dtype(), g, multiplier,
-                                      a.data.data<int8_t>(), x.device().index);
-  }
-  return method.scaled_mm(a, quant_params(), act, x.dtype());
-#else
-  (void)x, (void)kernel_h, (void)kernel_w, (void)stride_h, (void)stride_w, (void)pad_h, (void)pad_w,
-      (void)out_h, (void)out_w, (void)act;
-  OASR_THROW(kUnsupported, who, ": a CUDA convolution in a build without CUDA");
-#endif
+Tensor QuantizableLayer::quant_forward_conv(const Tensor& x, const ConvPatches& g,
+                                            Activation act) const {
+  const int64_t batch = x.size(0);
+  const int64_t channels = x.size(1);
+  const int64_t height = x.size(2);
+  const int64_t width = x.size(3);
+  const int64_t rows = batch * g.out_h * g.out_w;
+  const int64_t patch = g.kernel_h * g.kernel_w * channels;
+  const auto gather_then_quantize = [&] {
+    // Each output pixel's receptive field (zeros where it reaches into the
+    // padding) in float32, then the method's GEMM over the patches.
+    const Tensor xf = x.to(DType::kF32).contiguous();
+    Tensor patches = Tensor::zeros({rows, patch}, DType::kF32);
+    const float* src = xf.data<float>();
+    float* dst = patches.data<float>();
+    for (int64_t b = 0; b < batch; ++b) {
+      for (int64_t oy = 0; oy < g.out_h; ++oy) {
+        for (int64_t ox = 0; ox < g.out_w; ++ox) {
+          float* row = dst + ((b * g.out_h + oy) * g.out_w + ox) * patch;
+          for (int64_t r = 0; r < g.kernel_h; ++r) {
+            const int64_t iy = oy * g.stride_h - g.pad_h + r;
+            if (iy < 0 || iy >= height) continue;
+            for (int64_t s = 0; s < g.kernel_w; ++s) {
+              const int64_t ix = ox * g.stride_w - g.pad_w + s;
+              if (ix < 0 || ix >= width) continue;
+              for (int64_t c = 0; c < channels; ++c) {
+                row[(r * g.kernel_w + s) * channels + c] =
+                    src[((b * channels + c) * height + iy) * width + ix];
+              }
+            }
+          }
+        }
+      }
+    }
+    const Tensor y = quant_forward(patches, act);
+    return x.dtype() == DType::kF32 ? y : y.to(x.dtype());
+  };
+  const auto gather_quantized = [&](auto on) {
+    // One kernel gathers the patches straight into int8 at the static scale.
+    const quant::QuantMethod& method = *quant_method_;
+    OASR_CHECK(method.has_static_input() && !method.runtime_smoothed() &&
+                   method.number_format().serves_convolution,
+               kInternal, quant_module().path(),
+               ": a quantized convolution takes a convolution format (int8) at a static input "
+               "scale without a smoother");
+    const quant::cuda::Im2colGeometry geometry{batch,      channels,   height,     width,
+                                               g.kernel_h, g.kernel_w, g.stride_h, g.stride_w,
+                                               g.pad_h,    g.pad_w,    g.out_h,    g.out_w};
+    quant::QuantizedActivation a;
+    a.format = method.format();
+    a.data = Tensor::empty({rows, patch}, method.storage_dtype(), x.device());
+    a.scale = method.static_scale_column(rows);
+    // The multiplier of a layer without a smoother: 1 * (1 / input_scale).
+    const float multiplier = quant::static_multiplier(method.static_input_scale(), 1.0f);
+    if (rows > 0) {
+      quant::cuda::im2col_quantize_int8(x.contiguous().raw_data(), x.dtype(), geometry, multiplier,
+                                        a.data.data<int8_t>(), on.device_index);
+    }
+    return method.scaled_mm(a, quant_params(), act, x.dtype());
+  };
+  return on_device("quantized convolution", x.device(), gather_then_quantize, gather_quantized);
 }
 
 }  // namespace oasr::layers

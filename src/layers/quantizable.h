@@ -109,14 +109,19 @@ class QuantizableLayer {
   Tensor quant_forward(const GemmInput& x, Activation act) const;
   // The armed chain producer's forward: the consumer's 8-bit input.
   GemmInput quant_forward_to_consumer(const GemmInput& x, Activation act) const;
-  // A quantized convolution on a CUDA device: x [B, C, H, W] (a Conv1d: H =
-  // 1) gathered into int8 KRSC patches at the static input scale in one
-  // kernel, then the scaled GEMM; returns [B * out_h * out_w, N] in x's dtype.
-  // `patch_geometry` holds the convolution's kernel, stride, padding and
-  // output size.
-  Tensor quant_forward_conv_cuda(const Tensor& x, int64_t kernel_h, int64_t kernel_w,
-                                 int64_t stride_h, int64_t stride_w, int64_t pad_h, int64_t pad_w,
-                                 int64_t out_h, int64_t out_w, Activation act) const;
+  // A convolution's kernel, stride, padding and output size (a Conv1d: a
+  // 1 x K kernel over an image of height 1).
+  struct ConvPatches {
+    int64_t kernel_h = 1, kernel_w = 1, stride_h = 1, stride_w = 1, pad_h = 0, pad_w = 0;
+    int64_t out_h = 0, out_w = 0;
+  };
+  // A quantized convolution as a GEMM over KRSC patches: x [B, C, H, W];
+  // returns [B * out_h * out_w, N] in x's dtype. On a CUDA device one kernel
+  // gathers the patches straight into int8 at the static input scale; on the
+  // CPU they are gathered in float32 and quantized by quant_forward. A zero
+  // pad quantizes to zero and the static scale is one for every element, so
+  // both give the same int8 patches.
+  Tensor quant_forward_conv(const Tensor& x, const ConvPatches& patches, Activation act) const;
   // Hands x to the attached observer, if any (first thing in each forward).
   // An observed layer must read full-precision input: calibrating behind an
   // armed link is refused (calibrate with the links disarmed).

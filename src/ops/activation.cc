@@ -1,11 +1,10 @@
 #include "ops/activation.h"
 
+#include "core/device_dispatch.h"
 #include "core/error.h"
 #include "ops/cpu/activation.h"
-#include "ops/front_checks.h"
-#if OASR_WITH_CUDA
 #include "ops/cuda/activation.h"
-#endif
+#include "ops/front_checks.h"
 
 namespace oasr::ops {
 
@@ -26,28 +25,22 @@ Tensor activation(const Tensor& x, Activation activation) {
   const Device device = check_activation_input(kOp, x);
   const Tensor x_c = x.contiguous();
   Tensor out = Tensor::empty(x.shape(), x.dtype(), device);
-#if OASR_WITH_CUDA
-  if (device.is_cuda()) {
-    cuda::activation(x_c, out, activation);
-    return out;
-  }
-#endif
-  cpu::activation_f32(x_c.data<float>(), out.data<float>(), x.numel(), activation);
+  on_device(
+      kOp, device,
+      [&] { cpu::activation_f32(x_c.data<float>(), out.data<float>(), x.numel(), activation); },
+      [&](auto) { cuda::activation(x_c, out, activation); });
   return out;
 }
 
 void activation_inplace(const Tensor& x, Activation activation) {
   constexpr const char* kOp = "activation_inplace";
-  [[maybe_unused]] const Device device = check_activation_input(kOp, x);
+  const Device device = check_activation_input(kOp, x);
   OASR_CHECK(x.is_contiguous(), kInvalidArgument, kOp, ": x ", x.str(),
              " is not contiguous; use activation() for views");
-#if OASR_WITH_CUDA
-  if (device.is_cuda()) {
-    cuda::activation(x, x, activation);
-    return;
-  }
-#endif
-  cpu::activation_f32(x.data<float>(), x.data<float>(), x.numel(), activation);
+  on_device(
+      kOp, device,
+      [&] { cpu::activation_f32(x.data<float>(), x.data<float>(), x.numel(), activation); },
+      [&](auto) { cuda::activation(x, x, activation); });
 }
 
 }  // namespace oasr::ops

@@ -2,10 +2,9 @@
 
 #include <string>
 
+#include "core/device_dispatch.h"
 #include "core/error.h"
-#if OASR_WITH_CUDA
 #include "ops/cuda/attention.h"
-#endif
 
 namespace oasr::ops {
 namespace {
@@ -70,14 +69,11 @@ std::string refusal(const RelPositionAttentionInputs& in) {
       return "the mask must be [B, 1, 1, Tk] or [B, 1, Tq, Tk], got " + shape_str(m.shape());
     }
   }
-#if OASR_WITH_CUDA
-  if (!cuda::rel_position_attention_supported(q.dtype(), q.device().index)) {
-    return "it serves float16 and bfloat16 on sm_80 or newer";
-  }
+  const bool supported = on_device(
+      "rel_position_attention", q.device(), [] { return false; },
+      [&](auto on) { return cuda::rel_position_attention_supported(q.dtype(), on.device_index); });
+  if (!supported) return "it serves float16 and bfloat16 on sm_80 or newer";
   return {};
-#else
-  return "this build has no CUDA";
-#endif
 }
 
 }  // namespace
@@ -94,33 +90,36 @@ Tensor rel_position_attention(const RelPositionAttentionInputs& in) {
   const int64_t steps = q.size(1);
   const int64_t heads = q.size(2);
   Tensor out = Tensor::empty({batch, steps, heads * kHeadDim}, q.dtype(), q.device());
-#if OASR_WITH_CUDA
-  const auto operand = [](const Tensor& t) {
-    return cuda::AttentionOperand{t.raw_data(), t.size(0) > 1 ? t.strides()[0] : 0, t.strides()[1],
-                                  t.strides()[2]};
-  };
-  cuda::RelPositionAttentionArgs args;
-  args.q = operand(q);
-  args.k = operand(in.k);
-  args.v = operand(in.v);
-  args.p = operand(in.p);
-  args.pos_bias_u = in.pos_bias_u.raw_data();
-  args.pos_bias_v = in.pos_bias_v.raw_data();
-  if (in.mask.defined()) {
-    args.mask = static_cast<const uint8_t*>(in.mask.raw_data());
-    args.mask_batch_stride = in.mask.size(2) * in.mask.size(3);
-    args.mask_query_stride = in.mask.size(2) == 1 ? 0 : in.mask.size(3);
-  }
-  args.out = out.raw_data();
-  args.batch = batch;
-  args.heads = heads;
-  args.query_steps = steps;
-  args.key_steps = in.k.size(1);
-  args.scale = in.scale;
-  args.dtype = q.dtype();
-  args.device_index = q.device().index;
-  cuda::rel_position_attention(args);
-#endif
+  on_device(
+      "rel_position_attention", q.device(),
+      [] { OASR_THROW(kInternal, "rel_position_attention: no CPU body"); },
+      [&](auto on) {
+        const auto operand = [](const Tensor& t) {
+          return cuda::AttentionOperand{t.raw_data(), t.size(0) > 1 ? t.strides()[0] : 0,
+                                        t.strides()[1], t.strides()[2]};
+        };
+        cuda::RelPositionAttentionArgs args;
+        args.q = operand(q);
+        args.k = operand(in.k);
+        args.v = operand(in.v);
+        args.p = operand(in.p);
+        args.pos_bias_u = in.pos_bias_u.raw_data();
+        args.pos_bias_v = in.pos_bias_v.raw_data();
+        if (in.mask.defined()) {
+          args.mask = static_cast<const uint8_t*>(in.mask.raw_data());
+          args.mask_batch_stride = in.mask.size(2) * in.mask.size(3);
+          args.mask_query_stride = in.mask.size(2) == 1 ? 0 : in.mask.size(3);
+        }
+        args.out = out.raw_data();
+        args.batch = batch;
+        args.heads = heads;
+        args.query_steps = steps;
+        args.key_steps = in.k.size(1);
+        args.scale = in.scale;
+        args.dtype = q.dtype();
+        args.device_index = on.device_index;
+        cuda::rel_position_attention(args);
+      });
   return out;
 }
 

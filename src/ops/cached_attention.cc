@@ -6,11 +6,10 @@
 #include <vector>
 
 #include "core/activations.h"
+#include "core/device_dispatch.h"
 #include "core/error.h"
 #include "core/float_types.h"
-#if OASR_WITH_CUDA
 #include "ops/cuda/cached_attention.h"
-#endif
 
 namespace oasr::ops {
 namespace {
@@ -213,7 +212,10 @@ std::string cached_attention_refusal(const CachedAttentionInputs& in) {
 }
 
 bool cached_attention_fusable(const CachedAttentionInputs& in) {
-  if (!cached_attention_refusal(in).empty() || !in.query.device().is_cuda()) return false;
+  if (!in.query.defined() || !in.query.device().is_cuda() ||
+      !cached_attention_refusal(in).empty()) {
+    return false;
+  }
   if (in.query.size(3) != kFusedHeadDim || in.key_count > kFusedMaxKeys) return false;
   if (in.query.size(1) > 65535 || in.query.size(0) > 65535 || in.query.size(2) > 65535) {
     return false;
@@ -230,17 +232,15 @@ Tensor cached_attention(const CachedAttentionInputs& in) {
   const Tensor& q = in.query;
   Tensor out = Tensor::empty({q.size(0), q.size(1), q.size(2) * q.size(3)}, q.dtype(), q.device());
   if (q.numel() == 0) return out;
-  if (q.device().is_cuda()) {
-    OASR_CHECK(cached_attention_fusable(in), kUnsupported,
-               "cached_attention: the CUDA kernel needs head_dim 64, 16-byte aligned rows with "
-               "head_dim contiguous and at most ",
-               kFusedMaxKeys, " keys; run the unfused attention for these inputs");
-#if OASR_WITH_CUDA
-    cuda::cached_attention(in, out);
-#endif
-    return out;
-  }
-  cached_attention_cpu(in, out);
+  on_device(
+      "cached_attention", q.device(), [&] { cached_attention_cpu(in, out); },
+      [&](auto) {
+        OASR_CHECK(cached_attention_fusable(in), kUnsupported,
+                   "cached_attention: the CUDA kernel needs head_dim 64, 16-byte aligned rows with "
+                   "head_dim contiguous and at most ",
+                   kFusedMaxKeys, " keys; run the unfused attention for these inputs");
+        cuda::cached_attention(in, out);
+      });
   return out;
 }
 

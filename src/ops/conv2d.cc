@@ -1,11 +1,10 @@
 #include "ops/conv2d.h"
 
+#include "core/device_dispatch.h"
 #include "core/error.h"
 #include "ops/cpu/conv2d.h"
-#include "ops/front_checks.h"
-#if OASR_WITH_CUDA
 #include "ops/cuda/conv2d.h"
-#endif
+#include "ops/front_checks.h"
 
 namespace oasr::ops {
 
@@ -79,15 +78,14 @@ Tensor conv2d(const Tensor& x, const Tensor& weight, const Tensor& bias,
   const Tensor x_c = x.contiguous();
   const Tensor weight_c = weight.contiguous();
   const Tensor bias_c = bias.defined() ? bias.contiguous() : Tensor();
-#if OASR_WITH_CUDA
-  if (device.is_cuda()) {
-    cuda::conv2d(x_c, weight_c, bias_c, out, shape);
-    return out;
-  }
-#endif
-  OASR_CHECK(device.is_cpu(), kInternal, kOp, ": no body serves ", device.str(), " in this build");
-  cpu::conv2d_f32(x_c.data<float>(), weight_c.data<float>(),
-                  bias_c.defined() ? bias_c.data<float>() : nullptr, out.data<float>(), shape);
+  on_device(
+      kOp, device,
+      [&] {
+        cpu::conv2d_f32(x_c.data<float>(), weight_c.data<float>(),
+                        bias_c.defined() ? bias_c.data<float>() : nullptr, out.data<float>(),
+                        shape);
+      },
+      [&](auto) { cuda::conv2d(x_c, weight_c, bias_c, out, shape); });
   return out;
 }
 
@@ -96,29 +94,23 @@ Tensor flatten_nhwc_channel_major(const Tensor& y) {
   detail::check_defined(kOp, "y", y);
   detail::check_rank(kOp, "y", y, 4);
   const Shape flat{y.size(0), y.size(1), y.size(3) * y.size(2)};
-#if OASR_WITH_CUDA
-  if (y.device().is_cuda() && y.size(2) * y.size(3) < (int64_t{1} << 31)) {
+  const auto copy_transposed = [&] { return y.transpose(2, 3).contiguous().view(flat); };
+  return on_device(kOp, y.device(), copy_transposed, [&](auto) {
+    if (y.size(2) * y.size(3) >= (int64_t{1} << 31)) return copy_transposed();
     Tensor out = Tensor::empty(flat, y.dtype(), y.device());
     cuda::flatten_channel_major(y.contiguous(), out);
     return out;
-  }
-#endif
-  return y.transpose(2, 3).contiguous().view(flat);
+  });
 }
 
 bool conv2d_nhwc_served(const Tensor& x, const Tensor& weight) {
-#if OASR_WITH_CUDA
-  if (!x.defined() || !weight.defined() || !x.device().is_cuda() || x.dim() != 4 ||
-      weight.dim() != 4) {
-    return false;
-  }
-  return cuda::conv2d_nhwc_served(x.size(3), weight.size(0), weight.size(2), weight.size(3),
-                                  x.dtype());
-#else
-  (void)x;
-  (void)weight;
-  return false;
-#endif
+  if (!x.defined() || !weight.defined() || x.dim() != 4 || weight.dim() != 4) return false;
+  return on_device(
+      "conv2d_nhwc", x.device(), [] { return false; },
+      [&](auto) {
+        return cuda::conv2d_nhwc_served(x.size(3), weight.size(0), weight.size(2), weight.size(3),
+                                        x.dtype());
+      });
 }
 
 Tensor conv2d_nhwc(const Tensor& x, const Tensor& weight, const Tensor& bias,
@@ -130,23 +122,22 @@ Tensor conv2d_nhwc(const Tensor& x, const Tensor& weight, const Tensor& bias,
              "Cin a multiple of 8 or a patch of at most 32 taps (KH * KW * Cin, with "
              "taps * Cout <= 8192); got x ",
              x.str(), " and weight ", weight.str(), " (use ops::conv2d on NCHW)");
-#if OASR_WITH_CUDA
   Tensor out = Tensor::empty({shape.batch, shape.out_h, shape.out_w, shape.out_channels}, x.dtype(),
                              x.device());
-  // [Cout, Cin, KH, KW] -> [Cout, KH, KW, Cin]: the patch order of NHWC rows.
-  const Tensor weight_krsc =
-      weight.contiguous()
-          .view({shape.out_channels, shape.in_channels, shape.kernel_h * shape.kernel_w})
-          .transpose(1, 2)
-          .contiguous();
-  cuda::conv2d_nhwc(x.contiguous(), weight_krsc, bias.defined() ? bias.contiguous() : Tensor(), out,
-                    shape, relu);
+  // conv2d_nhwc_served() refused every device but CUDA above.
+  on_device(
+      kOp, x.device(), [&] { OASR_THROW(kInternal, kOp, ": no CPU body"); },
+      [&](auto) {
+        // [Cout, Cin, KH, KW] -> [Cout, KH, KW, Cin]: the patch order of NHWC rows.
+        const Tensor weight_krsc =
+            weight.contiguous()
+                .view({shape.out_channels, shape.in_channels, shape.kernel_h * shape.kernel_w})
+                .transpose(1, 2)
+                .contiguous();
+        cuda::conv2d_nhwc(x.contiguous(), weight_krsc,
+                          bias.defined() ? bias.contiguous() : Tensor(), out, shape, relu);
+      });
   return out;
-#else
-  (void)relu;
-  (void)shape;
-  OASR_THROW(kInternal, kOp, ": no body in this build");
-#endif
 }
 
 }  // namespace oasr::ops

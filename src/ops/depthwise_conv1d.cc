@@ -1,12 +1,11 @@
 #include "ops/depthwise_conv1d.h"
 
+#include "core/device_dispatch.h"
 #include "core/error.h"
 #include "ops/cpu/depthwise_conv1d.h"
+#include "ops/cuda/depthwise_conv1d.h"
 #include "ops/front_checks.h"
 #include "ops/glu.h"
-#if OASR_WITH_CUDA
-#include "ops/cuda/depthwise_conv1d.h"
-#endif
 
 namespace oasr::ops {
 
@@ -67,19 +66,20 @@ Tensor depthwise_conv1d(const Tensor& x, const Tensor& weight, const Tensor& bia
   const Tensor x_c = x.contiguous();
   const Tensor weight_c = weight.contiguous();
   const Tensor bias_c = bias.defined() ? bias.contiguous() : Tensor();
-#if OASR_WITH_CUDA
-  if (device.is_cuda()) {
-    cuda::depthwise_conv1d(x_c.raw_data(), weight_c.raw_data(),
-                           bias_c.defined() ? bias_c.raw_data() : nullptr, out.raw_data(),
-                           x.dtype(), device.index, batch, channels, length, kernel, pad_left,
-                           out_length);
-    return out;
-  }
-#endif
-  OASR_CHECK(device.is_cpu(), kInternal, kOp, ": no body serves ", device.str(), " in this build");
-  cpu::depthwise_conv1d_f32(x_c.data<float>(), weight_c.data<float>(),
-                            bias_c.defined() ? bias_c.data<float>() : nullptr, out.data<float>(),
-                            batch, channels, length, kernel, pad_left, out_length);
+  on_device(
+      kOp, device,
+      [&] {
+        cpu::depthwise_conv1d_f32(x_c.data<float>(), weight_c.data<float>(),
+                                  bias_c.defined() ? bias_c.data<float>() : nullptr,
+                                  out.data<float>(), batch, channels, length, kernel, pad_left,
+                                  out_length);
+      },
+      [&](auto on) {
+        cuda::depthwise_conv1d(x_c.raw_data(), weight_c.raw_data(),
+                               bias_c.defined() ? bias_c.raw_data() : nullptr, out.raw_data(),
+                               x.dtype(), on.device_index, batch, channels, length, kernel,
+                               pad_left, out_length);
+      });
   return out;
 }
 
@@ -87,8 +87,6 @@ Tensor glu_depthwise_conv1d_channels_last(const Tensor& x, const Tensor& weight,
                                           int64_t pad_left, int64_t pad_right) {
   constexpr const char* kOp = "glu_depthwise_conv1d_channels_last";
   const Device device = checked_device(kOp, x, weight, bias);
-  OASR_CHECK(device.is_cuda(), kUnsupported, kOp,
-             ": served on CUDA only; on the CPU run glu then depthwise_conv1d");
   const int64_t batch = x.size(0);
   const int64_t length = x.size(1);
   const int64_t channels = weight.size(0);
@@ -98,24 +96,26 @@ Tensor glu_depthwise_conv1d_channels_last(const Tensor& x, const Tensor& weight,
              " and weight ", shape_str(weight.shape()));
   const int64_t out_length =
       checked_out_length(kOp, x, weight, bias, device, channels, length, pad_left, pad_right);
-#if OASR_WITH_CUDA
-  if (kernel > cuda::kMaxGluKernel || length >= (int64_t{1} << 30) || batch > 65535) {
-    // Beyond the fused kernel's tile: the composition it equals.
+  // The composition the fused CUDA kernel equals bit for bit: the CPU body,
+  // and the CUDA body beyond the fused kernel's tile.
+  const auto composed = [&] {
     const Tensor gated = glu(x, -1).transpose(1, 2).contiguous();
     return depthwise_conv1d(gated, weight, bias, pad_left, pad_right).transpose(1, 2).contiguous();
-  }
-#endif
-  Tensor out = Tensor::empty({batch, out_length, channels}, x.dtype(), device);
-#if OASR_WITH_CUDA
-  const Tensor x_c = x.contiguous();
-  const Tensor weight_c = weight.contiguous();
-  const Tensor bias_c = bias.defined() ? bias.contiguous() : Tensor();
-  cuda::glu_depthwise_conv1d_channels_last(x_c.raw_data(), weight_c.raw_data(),
-                                           bias_c.defined() ? bias_c.raw_data() : nullptr,
-                                           out.raw_data(), x.dtype(), device.index, batch, channels,
-                                           length, kernel, pad_left, out_length);
-#endif
-  return out;
+  };
+  return on_device(kOp, device, composed, [&](auto on) {
+    if (kernel > cuda::kMaxGluKernel || length >= (int64_t{1} << 30) || batch > 65535) {
+      return composed();
+    }
+    Tensor out = Tensor::empty({batch, out_length, channels}, x.dtype(), device);
+    const Tensor x_c = x.contiguous();
+    const Tensor weight_c = weight.contiguous();
+    const Tensor bias_c = bias.defined() ? bias.contiguous() : Tensor();
+    cuda::glu_depthwise_conv1d_channels_last(x_c.raw_data(), weight_c.raw_data(),
+                                             bias_c.defined() ? bias_c.raw_data() : nullptr,
+                                             out.raw_data(), x.dtype(), on.device_index, batch,
+                                             channels, length, kernel, pad_left, out_length);
+    return out;
+  });
 }
 
 }  // namespace oasr::ops

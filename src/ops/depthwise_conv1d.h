@@ -23,9 +23,9 @@ Tensor depthwise_conv1d(const Tensor& x, const Tensor& weight, const Tensor& bia
 // pass over channels-last activations: x [B, T, 2C] (pointwise_conv1's
 // output), weight [C, 1, K], bias [C] or undefined -> [B, T', C] with T' as
 // above. Equal to depthwise_conv1d(glu(x, -1) transposed to [B, C, T]), then
-// transposed back, bit for bit on CUDA (the GLU value is rounded to the dtype
-// before the taps use it, and the taps sum as depthwise_conv1d's do), with no
-// transposed copies. CUDA only.
+// transposed back: on CUDA one kernel with no transposed copies, bit for bit
+// (the GLU value is rounded to the dtype before the taps use it, and the taps
+// sum as depthwise_conv1d's do); on the CPU that composition itself.
 Tensor glu_depthwise_conv1d_channels_last(const Tensor& x, const Tensor& weight, const Tensor& bias,
                                           int64_t pad_left, int64_t pad_right);
 

@@ -1,11 +1,10 @@
 #include "ops/elementwise.h"
 
+#include "core/device_dispatch.h"
 #include "core/error.h"
 #include "ops/cpu/elementwise.h"
-#include "ops/front_checks.h"
-#if OASR_WITH_CUDA
 #include "ops/cuda/elementwise.h"
-#endif
+#include "ops/front_checks.h"
 
 namespace oasr::ops {
 namespace {
@@ -46,40 +45,37 @@ BinaryArgs prepare_binary(const char* op, const Tensor& a, const Tensor& b) {
 
 Tensor add(const Tensor& a, const Tensor& b) {
   BinaryArgs args = prepare_binary("add", a, b);
-#if OASR_WITH_CUDA
-  if (args.device.is_cuda()) {
-    cuda::add(args.a, args.b, args.out);
-    return args.out;
-  }
-#endif
-  cpu::add_f32(args.a.data<float>(), args.b.data<float>(), args.out.data<float>(), args.a.numel(),
-               args.b_numel);
+  on_device(
+      "add", args.device,
+      [&] {
+        cpu::add_f32(args.a.data<float>(), args.b.data<float>(), args.out.data<float>(),
+                     args.a.numel(), args.b_numel);
+      },
+      [&](auto) { cuda::add(args.a, args.b, args.out); });
   return args.out;
 }
 
 Tensor mul(const Tensor& a, const Tensor& b) {
   BinaryArgs args = prepare_binary("mul", a, b);
-#if OASR_WITH_CUDA
-  if (args.device.is_cuda()) {
-    cuda::mul(args.a, args.b, args.out);
-    return args.out;
-  }
-#endif
-  cpu::mul_f32(args.a.data<float>(), args.b.data<float>(), args.out.data<float>(), args.a.numel(),
-               args.b_numel);
+  on_device(
+      "mul", args.device,
+      [&] {
+        cpu::mul_f32(args.a.data<float>(), args.b.data<float>(), args.out.data<float>(),
+                     args.a.numel(), args.b_numel);
+      },
+      [&](auto) { cuda::mul(args.a, args.b, args.out); });
   return args.out;
 }
 
 Tensor add_scaled(const Tensor& a, const Tensor& b, float alpha) {
   BinaryArgs args = prepare_binary("add_scaled", a, b);
-#if OASR_WITH_CUDA
-  if (args.device.is_cuda()) {
-    cuda::add_scaled(args.a, args.b, alpha, args.out);
-    return args.out;
-  }
-#endif
-  cpu::add_scaled_f32(args.a.data<float>(), args.b.data<float>(), alpha, args.out.data<float>(),
-                      args.a.numel(), args.b_numel);
+  on_device(
+      "add_scaled", args.device,
+      [&] {
+        cpu::add_scaled_f32(args.a.data<float>(), args.b.data<float>(), alpha,
+                            args.out.data<float>(), args.a.numel(), args.b_numel);
+      },
+      [&](auto) { cuda::add_scaled(args.a, args.b, alpha, args.out); });
   return args.out;
 }
 
@@ -90,13 +86,9 @@ Tensor scale(const Tensor& x, float factor) {
   detail::check_float(kOp, "x", x, device);
   const Tensor x_c = x.contiguous();
   Tensor out = Tensor::empty(x.shape(), x.dtype(), device);
-#if OASR_WITH_CUDA
-  if (device.is_cuda()) {
-    cuda::scale(x_c, factor, out);
-    return out;
-  }
-#endif
-  cpu::scale_f32(x_c.data<float>(), factor, out.data<float>(), x.numel());
+  on_device(
+      kOp, device, [&] { cpu::scale_f32(x_c.data<float>(), factor, out.data<float>(), x.numel()); },
+      [&](auto) { cuda::scale(x_c, factor, out); });
   return out;
 }
 

@@ -2,12 +2,11 @@
 
 #include <vector>
 
+#include "core/device_dispatch.h"
 #include "core/error.h"
 #include "ops/cpu/embedding.h"
-#include "ops/front_checks.h"
-#if OASR_WITH_CUDA
 #include "ops/cuda/embedding.h"
-#endif
+#include "ops/front_checks.h"
 
 namespace oasr::ops {
 namespace {
@@ -48,18 +47,19 @@ Tensor embedding(const Tensor& ids, const Tensor& table) {
   out_shape.push_back(features);
   Tensor out = Tensor::empty(out_shape, table.dtype(), device);
   const Tensor table_c = table.contiguous();
-#if OASR_WITH_CUDA
-  if (device.is_cuda()) {
-    const Tensor rows_on_device =
-        Tensor::from_vector(rows, {static_cast<int64_t>(rows.size())}).to(device);
-    cuda::embedding(rows_on_device.data<int64_t>(), static_cast<int64_t>(rows.size()),
-                    table_c.raw_data(), features, out.raw_data(), table.dtype(), device.index);
-    return out;
-  }
-#endif
-  OASR_CHECK(device.is_cpu(), kInternal, kOp, ": no body serves ", device.str(), " in this build");
-  cpu::embedding_f32(rows.data(), static_cast<int64_t>(rows.size()), table_c.data<float>(),
-                     features, out.data<float>());
+  on_device(
+      kOp, device,
+      [&] {
+        cpu::embedding_f32(rows.data(), static_cast<int64_t>(rows.size()), table_c.data<float>(),
+                           features, out.data<float>());
+      },
+      [&](auto on) {
+        const Tensor rows_on_device =
+            Tensor::from_vector(rows, {static_cast<int64_t>(rows.size())}).to(device);
+        cuda::embedding(rows_on_device.data<int64_t>(), static_cast<int64_t>(rows.size()),
+                        table_c.raw_data(), features, out.raw_data(), table.dtype(),
+                        on.device_index);
+      });
   return out;
 }
 

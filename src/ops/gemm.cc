@@ -1,13 +1,12 @@
 #include "ops/gemm.h"
 
+#include "core/device_dispatch.h"
 #include "core/error.h"
 #include "core/float_types.h"
 #include "ops/cpu/gemm.h"
 #include "ops/cpu/linear_row_dot.h"
-#include "ops/front_checks.h"
-#if OASR_WITH_CUDA
 #include "ops/cuda/gemm.h"
-#endif
+#include "ops/front_checks.h"
 
 namespace oasr::ops {
 
@@ -20,10 +19,6 @@ namespace {
 
 // The CPU bodies exist in every build; a CUDA tensor can only exist in a
 // CUDA build, so reaching the CPU body with one is a bug, not a user error.
-void check_host(const char* op, Device device) {
-  OASR_CHECK(device.is_cpu(), kInternal, op, ": no body serves ", device.str(), " in this build");
-}
-
 }  // namespace
 
 Tensor linear(const Tensor& x, const Tensor& weight, const Tensor& bias,
@@ -58,24 +53,23 @@ Tensor linear(const Tensor& x, const Tensor& weight, const Tensor& bias,
   const Tensor x_c = x.contiguous();
   const Tensor weight_c = weight.contiguous();
   const Tensor bias_c = bias.defined() ? bias.contiguous() : Tensor();
-#if OASR_WITH_CUDA
-  if (device.is_cuda()) {
-    cuda::linear(x_c.raw_data(), weight_c.raw_data(),
-                 bias_c.defined() ? bias_c.raw_data() : nullptr, out.raw_data(), x.dtype(),
-                 device.index, rows, out_features, in_features);
-    return out;
-  }
-#endif
-  check_host(kOp, device);
-  if (algorithm == LinearAlgorithm::kRowDot) {
-    cpu::linear_row_dot_f32(x_c.data<float>(), weight_c.data<float>(),
-                            bias_c.defined() ? bias_c.data<float>() : nullptr, out.data<float>(),
-                            rows, out_features, in_features);
-    return out;
-  }
-  cpu::linear_f32(x_c.data<float>(), weight_c.data<float>(),
-                  bias_c.defined() ? bias_c.data<float>() : nullptr, out.data<float>(), rows,
-                  out_features, in_features);
+  on_device(
+      kOp, device,
+      [&] {
+        const float* bias_f32 = bias_c.defined() ? bias_c.data<float>() : nullptr;
+        if (algorithm == LinearAlgorithm::kRowDot) {
+          cpu::linear_row_dot_f32(x_c.data<float>(), weight_c.data<float>(), bias_f32,
+                                  out.data<float>(), rows, out_features, in_features);
+        } else {
+          cpu::linear_f32(x_c.data<float>(), weight_c.data<float>(), bias_f32, out.data<float>(),
+                          rows, out_features, in_features);
+        }
+      },
+      [&](auto on) {
+        cuda::linear(x_c.raw_data(), weight_c.raw_data(),
+                     bias_c.defined() ? bias_c.raw_data() : nullptr, out.raw_data(), x.dtype(),
+                     on.device_index, rows, out_features, in_features);
+      });
   return out;
 }
 
@@ -168,16 +162,16 @@ Tensor matmul(const Tensor& a, const Tensor& b, bool transpose_b) {
   const int64_t batch = detail::span_numel(a.shape(), 0, rank - 2);
   const Tensor a_c = a.contiguous();
   const Tensor b_c = b.contiguous();
-#if OASR_WITH_CUDA
-  if (device.is_cuda()) {
-    cuda::matmul(a_c.raw_data(), b_c.raw_data(), out.raw_data(), a.dtype(), device.index, batch, m,
-                 n, k, transpose_b);
-    return out;
-  }
-#endif
-  check_host(kOp, device);
-  cpu::matmul_f32(a_c.data<float>(), b_c.data<float>(), out.data<float>(), batch, m, n, k,
-                  transpose_b);
+  on_device(
+      kOp, device,
+      [&] {
+        cpu::matmul_f32(a_c.data<float>(), b_c.data<float>(), out.data<float>(), batch, m, n, k,
+                        transpose_b);
+      },
+      [&](auto on) {
+        cuda::matmul(a_c.raw_data(), b_c.raw_data(), out.raw_data(), a.dtype(), on.device_index,
+                     batch, m, n, k, transpose_b);
+      });
   return out;
 }
 

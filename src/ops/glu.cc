@@ -1,11 +1,10 @@
 #include "ops/glu.h"
 
+#include "core/device_dispatch.h"
 #include "core/error.h"
 #include "ops/cpu/glu.h"
-#include "ops/front_checks.h"
-#if OASR_WITH_CUDA
 #include "ops/cuda/glu.h"
-#endif
+#include "ops/front_checks.h"
 
 namespace oasr::ops {
 
@@ -27,13 +26,10 @@ Tensor glu(const Tensor& x, int64_t dim) {
   const Tensor x_c = x.contiguous();
   const int64_t outer = detail::span_numel(x.shape(), 0, axis);
   const int64_t inner = detail::span_numel(x.shape(), axis + 1, x.dim());
-#if OASR_WITH_CUDA
-  if (device.is_cuda()) {
-    cuda::glu(x_c, out, outer, size / 2, inner);
-    return out;
-  }
-#endif
-  cpu::glu_f32(x_c.data<float>(), out.data<float>(), outer, size / 2, inner);
+  on_device(
+      kOp, device,
+      [&] { cpu::glu_f32(x_c.data<float>(), out.data<float>(), outer, size / 2, inner); },
+      [&](auto) { cuda::glu(x_c, out, outer, size / 2, inner); });
   return out;
 }
 

@@ -3,12 +3,11 @@
 #include <algorithm>
 #include <cmath>
 
+#include "core/device_dispatch.h"
 #include "core/error.h"
 #include "core/float_types.h"
-#include "ops/front_checks.h"
-#if OASR_WITH_CUDA
 #include "ops/cuda/kv_fp8.h"
-#endif
+#include "ops/front_checks.h"
 
 namespace oasr::ops {
 
@@ -22,22 +21,23 @@ Pow2E4m3 quantize_pow2_e4m3(const Tensor& x) {
   const int64_t d = x.size(1);
   Pow2E4m3 out{Tensor::empty({n, d}, DType::kU8, device), Tensor::empty({n}, DType::kF32, device)};
   const Tensor x_c = x.contiguous();
-#if OASR_WITH_CUDA
-  if (device.is_cuda()) {
-    cuda::quantize_pow2_e4m3(x_c, out.codes, out.scales);
-    return out;
-  }
-#endif
-  const float* src = x_c.data<float>();
-  uint8_t* codes = out.codes.data<uint8_t>();
-  float* scales = out.scales.data<float>();
-  for (int64_t i = 0; i < n; ++i) {
-    float amax = 0.0f;
-    for (int64_t j = 0; j < d; ++j) amax = std::max(amax, std::fabs(src[i * d + j]));
-    const float scale = e4m3_pow2_scale(amax);
-    scales[i] = scale;
-    for (int64_t j = 0; j < d; ++j) codes[i * d + j] = f32_to_e4m3_bits(src[i * d + j] / scale);
-  }
+  on_device(
+      kOp, device,
+      [&] {
+        const float* src = x_c.data<float>();
+        uint8_t* codes = out.codes.data<uint8_t>();
+        float* scales = out.scales.data<float>();
+        for (int64_t i = 0; i < n; ++i) {
+          float amax = 0.0f;
+          for (int64_t j = 0; j < d; ++j) amax = std::max(amax, std::fabs(src[i * d + j]));
+          const float scale = e4m3_pow2_scale(amax);
+          scales[i] = scale;
+          for (int64_t j = 0; j < d; ++j) {
+            codes[i * d + j] = f32_to_e4m3_bits(src[i * d + j] / scale);
+          }
+        }
+      },
+      [&](auto) { cuda::quantize_pow2_e4m3(x_c, out.codes, out.scales); });
   return out;
 }
 
@@ -65,16 +65,17 @@ void quantize_pow2_e4m3_into(const Tensor& x, Tensor codes, Tensor scales) {
              kInvalidArgument, kOp,
              ": each row's vectors must be contiguous in codes and scales (strides [*, ", heads * d,
              ", ", d, ", 1] and [*, ", heads, ", 1, *])");
-#if OASR_WITH_CUDA
-  if (device.is_cuda()) {
-    detail::check_float(kOp, "x", x, device);
-    cuda::quantize_pow2_e4m3_rows(x.contiguous(), codes, scales);
-    return;
-  }
-#endif
-  const Pow2E4m3 q = quantize_pow2_e4m3(x.reshape({-1, d}));
-  codes.copy_(q.codes.view(shape));
-  scales.copy_(q.scales.view(scales.shape()));
+  on_device(
+      kOp, device,
+      [&] {
+        const Pow2E4m3 q = quantize_pow2_e4m3(x.reshape({-1, d}));
+        codes.copy_(q.codes.view(shape));
+        scales.copy_(q.scales.view(scales.shape()));
+      },
+      [&](auto) {
+        detail::check_float(kOp, "x", x, device);
+        cuda::quantize_pow2_e4m3_rows(x.contiguous(), codes, scales);
+      });
 }
 
 Tensor dequantize_pow2_e4m3(const Tensor& codes, const Tensor& scales, DType dtype) {
@@ -94,18 +95,17 @@ Tensor dequantize_pow2_e4m3(const Tensor& codes, const Tensor& scales, DType dty
   Tensor out = Tensor::empty({n, d}, dtype, device);
   const Tensor codes_c = codes.contiguous();
   const Tensor scales_c = scales.contiguous();
-#if OASR_WITH_CUDA
-  if (device.is_cuda()) {
-    cuda::dequantize_pow2_e4m3(codes_c, scales_c, out);
-    return out;
-  }
-#endif
-  const uint8_t* src = codes_c.data<uint8_t>();
-  const float* s = scales_c.data<float>();
-  float* dst = out.data<float>();
-  for (int64_t i = 0; i < n; ++i) {
-    for (int64_t j = 0; j < d; ++j) dst[i * d + j] = e4m3_bits_to_f32(src[i * d + j]) * s[i];
-  }
+  on_device(
+      kOp, device,
+      [&] {
+        const uint8_t* src = codes_c.data<uint8_t>();
+        const float* s = scales_c.data<float>();
+        float* dst = out.data<float>();
+        for (int64_t i = 0; i < n; ++i) {
+          for (int64_t j = 0; j < d; ++j) dst[i * d + j] = e4m3_bits_to_f32(src[i * d + j]) * s[i];
+        }
+      },
+      [&](auto) { cuda::dequantize_pow2_e4m3(codes_c, scales_c, out); });
   return out;
 }
 

@@ -1,11 +1,10 @@
 #include "ops/layer_norm.h"
 
+#include "core/device_dispatch.h"
 #include "core/error.h"
 #include "ops/cpu/layer_norm.h"
-#include "ops/front_checks.h"
-#if OASR_WITH_CUDA
 #include "ops/cuda/layer_norm.h"
-#endif
+#include "ops/front_checks.h"
 
 namespace oasr::ops {
 namespace {
@@ -57,18 +56,19 @@ AddLayerNormResult fused_add_norm(const char* op, const Tensor& x, const Tensor&
   const Tensor bias_c = bias.defined() ? bias.contiguous() : Tensor();
   AddLayerNormResult result{Tensor::empty(x.shape(), x.dtype(), device),
                             Tensor::empty(x.shape(), x.dtype(), device)};
-#if OASR_WITH_CUDA
-  if (device.is_cuda()) {
-    cuda::add_scaled_layer_norm(x_c, residual_c, alpha, weight_c, bias_c, eps, result.sum,
-                                result.normalized);
-    return result;
-  }
-#endif
-  const int64_t rows = detail::span_numel(x.shape(), 0, x.dim() - 1);
-  cpu::add_scaled_layer_norm_f32(x_c.data<float>(), residual_c.data<float>(), alpha,
-                                 data_or_null(weight_c), data_or_null(bias_c),
-                                 result.sum.data<float>(), result.normalized.data<float>(), rows,
-                                 features, eps);
+  on_device(
+      op, device,
+      [&] {
+        const int64_t rows = detail::span_numel(x.shape(), 0, x.dim() - 1);
+        cpu::add_scaled_layer_norm_f32(x_c.data<float>(), residual_c.data<float>(), alpha,
+                                       data_or_null(weight_c), data_or_null(bias_c),
+                                       result.sum.data<float>(), result.normalized.data<float>(),
+                                       rows, features, eps);
+      },
+      [&](auto) {
+        cuda::add_scaled_layer_norm(x_c, residual_c, alpha, weight_c, bias_c, eps, result.sum,
+                                    result.normalized);
+      });
   return result;
 }
 
@@ -85,15 +85,14 @@ Tensor layer_norm(const Tensor& x, const Tensor& weight, const Tensor& bias, flo
   const Tensor weight_c = weight.defined() ? weight.contiguous() : Tensor();
   const Tensor bias_c = bias.defined() ? bias.contiguous() : Tensor();
   Tensor out = Tensor::empty(x.shape(), x.dtype(), device);
-#if OASR_WITH_CUDA
-  if (device.is_cuda()) {
-    cuda::layer_norm(x_c, weight_c, bias_c, eps, out);
-    return out;
-  }
-#endif
-  const int64_t rows = detail::span_numel(x.shape(), 0, x.dim() - 1);
-  cpu::layer_norm_f32(x_c.data<float>(), data_or_null(weight_c), data_or_null(bias_c),
-                      out.data<float>(), rows, features, eps);
+  on_device(
+      kOp, device,
+      [&] {
+        const int64_t rows = detail::span_numel(x.shape(), 0, x.dim() - 1);
+        cpu::layer_norm_f32(x_c.data<float>(), data_or_null(weight_c), data_or_null(bias_c),
+                            out.data<float>(), rows, features, eps);
+      },
+      [&](auto) { cuda::layer_norm(x_c, weight_c, bias_c, eps, out); });
   return out;
 }
 

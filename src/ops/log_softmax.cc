@@ -1,11 +1,10 @@
 #include "ops/log_softmax.h"
 
+#include "core/device_dispatch.h"
 #include "core/error.h"
 #include "ops/cpu/log_softmax.h"
-#include "ops/front_checks.h"
-#if OASR_WITH_CUDA
 #include "ops/cuda/log_softmax.h"
-#endif
+#include "ops/front_checks.h"
 
 namespace oasr::ops {
 
@@ -21,13 +20,12 @@ Tensor log_softmax(const Tensor& x, int64_t dim) {
   Tensor out = Tensor::empty(x.shape(), x.dtype(), device);
   const int64_t outer = detail::span_numel(x.shape(), 0, axis);
   const int64_t inner = detail::span_numel(x.shape(), axis + 1, x.dim());
-#if OASR_WITH_CUDA
-  if (device.is_cuda()) {
-    cuda::log_softmax(x_c, out, outer, x.size(axis), inner);
-    return out;
-  }
-#endif
-  cpu::log_softmax_f32(x_c.data<float>(), out.data<float>(), outer, x.size(axis), inner);
+  on_device(
+      kOp, device,
+      [&] {
+        cpu::log_softmax_f32(x_c.data<float>(), out.data<float>(), outer, x.size(axis), inner);
+      },
+      [&](auto) { cuda::log_softmax(x_c, out, outer, x.size(axis), inner); });
   return out;
 }
 

@@ -3,12 +3,11 @@
 #include <algorithm>
 #include <vector>
 
+#include "core/device_dispatch.h"
 #include "core/error.h"
 #include "ops/cpu/sequence_mask.h"
-#include "ops/front_checks.h"
-#if OASR_WITH_CUDA
 #include "ops/cuda/sequence_mask.h"
-#endif
+#include "ops/front_checks.h"
 
 namespace oasr::ops {
 
@@ -33,14 +32,15 @@ Tensor zero_tail_frames(const Tensor& x, std::span<const int64_t> lengths) {
 
   const Tensor x_c = x.contiguous();
   Tensor out = Tensor::empty(x.shape(), x.dtype(), device);
-#if OASR_WITH_CUDA
-  if (device.is_cuda()) {
-    cuda::zero_tail_frames(x_c, Tensor::from_vector(valid, {batch}).to(device), out);
-    return out;
-  }
-#endif
-  cpu::zero_tail_frames_f32(x_c.data<float>(), valid.data(), out.data<float>(), batch, frames,
-                            x.size(2));
+  on_device(
+      kOp, device,
+      [&] {
+        cpu::zero_tail_frames_f32(x_c.data<float>(), valid.data(), out.data<float>(), batch, frames,
+                                  x.size(2));
+      },
+      [&](auto) {
+        cuda::zero_tail_frames(x_c, Tensor::from_vector(valid, {batch}).to(device), out);
+      });
   return out;
 }
 
@@ -59,19 +59,19 @@ Tensor zero_tail_frames(const Tensor& x, const Tensor& lengths) {
   const Tensor x_c = x.contiguous();
   const Tensor lengths_c = lengths.contiguous();
   Tensor out = Tensor::empty(x.shape(), x.dtype(), device);
-#if OASR_WITH_CUDA
-  if (device.is_cuda()) {
-    cuda::zero_tail_frames(x_c, lengths_c, out);
-    return out;
-  }
-#endif
-  const int64_t frames = x.size(1);
-  std::vector<int64_t> valid(static_cast<size_t>(batch));
-  for (int64_t b = 0; b < batch; ++b) {
-    valid[static_cast<size_t>(b)] = std::clamp<int64_t>(lengths_c.data<int64_t>()[b], 0, frames);
-  }
-  cpu::zero_tail_frames_f32(x_c.data<float>(), valid.data(), out.data<float>(), batch, frames,
-                            x.size(2));
+  on_device(
+      kOp, device,
+      [&] {
+        const int64_t frames = x.size(1);
+        std::vector<int64_t> valid(static_cast<size_t>(batch));
+        for (int64_t b = 0; b < batch; ++b) {
+          valid[static_cast<size_t>(b)] =
+              std::clamp<int64_t>(lengths_c.data<int64_t>()[b], 0, frames);
+        }
+        cpu::zero_tail_frames_f32(x_c.data<float>(), valid.data(), out.data<float>(), batch, frames,
+                                  x.size(2));
+      },
+      [&](auto) { cuda::zero_tail_frames(x_c, lengths_c, out); });
   return out;
 }
 

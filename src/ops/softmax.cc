@@ -2,12 +2,11 @@
 
 #include <vector>
 
+#include "core/device_dispatch.h"
 #include "core/error.h"
 #include "ops/cpu/softmax.h"
-#include "ops/front_checks.h"
-#if OASR_WITH_CUDA
 #include "ops/cuda/softmax.h"
-#endif
+#include "ops/front_checks.h"
 
 namespace oasr::ops {
 namespace {
@@ -81,16 +80,16 @@ Tensor run_softmax(const char* op, const Tensor& x, const Tensor& mask, int64_t 
   }
   const Tensor x_c = x.contiguous();
   Tensor out = Tensor::empty(x.shape(), x.dtype(), device);
-#if OASR_WITH_CUDA
-  if (device.is_cuda()) {
-    cuda::softmax(x_c, mask_c, mask_strides, axis, out);
-    return out;
-  }
-#endif
-  const Tensor keep = mask_c.defined() ? broadcast_mask(mask_c, mask_strides, x.shape()) : Tensor();
-  cpu::softmax_f32(x_c.data<float>(), keep.defined() ? keep.data<uint8_t>() : nullptr,
-                   out.data<float>(), detail::span_numel(x.shape(), 0, axis), x.size(axis),
-                   detail::span_numel(x.shape(), axis + 1, x.dim()));
+  on_device(
+      op, device,
+      [&] {
+        const Tensor keep =
+            mask_c.defined() ? broadcast_mask(mask_c, mask_strides, x.shape()) : Tensor();
+        cpu::softmax_f32(x_c.data<float>(), keep.defined() ? keep.data<uint8_t>() : nullptr,
+                         out.data<float>(), detail::span_numel(x.shape(), 0, axis), x.size(axis),
+                         detail::span_numel(x.shape(), axis + 1, x.dim()));
+      },
+      [&](auto) { cuda::softmax(x_c, mask_c, mask_strides, axis, out); });
   return out;
 }
 

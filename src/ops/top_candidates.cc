@@ -5,11 +5,10 @@
 #include <limits>
 #include <vector>
 
+#include "core/device_dispatch.h"
 #include "core/error.h"
-#include "ops/front_checks.h"
-#if OASR_WITH_CUDA
 #include "ops/cuda/top_candidates.h"
-#endif
+#include "ops/front_checks.h"
 
 namespace oasr::ops {
 namespace {
@@ -73,24 +72,27 @@ TopCandidates top_candidates(const Tensor& logits, const Tensor& suppressed, con
                kInvalidArgument, kOp, ": offsets must be float32 [", rows, "] on ", device.str());
   }
   const Tensor x = logits.contiguous();
-#if OASR_WITH_CUDA
-  if (device.is_cuda() && rows > 0) {
-    TopCandidates on_device{Tensor::empty({rows, k}, DType::kF32, device),
-                            Tensor::empty({rows, k}, DType::kI64, device),
-                            Tensor::empty({rows, k}, DType::kF32, device)};
-    cuda::top_candidates(x, suppressed, offsets, k, rank == CandidateRank::kByLogProb,
-                         on_device.values, on_device.tokens, on_device.log_probs);
-    return {on_device.values.to(Device::cpu()), on_device.tokens.to(Device::cpu()),
-            on_device.log_probs.to(Device::cpu())};
-  }
-#endif
+  // The result lives on the host either way (the searches read it there).
   TopCandidates out{Tensor::empty({rows, k}, DType::kF32), Tensor::empty({rows, k}, DType::kI64),
                     Tensor::empty({rows, k}, DType::kF32)};
   if (rows == 0) return out;
-  top_candidates_cpu(x.data<float>(), suppressed.defined() ? suppressed.data<uint8_t>() : nullptr,
-                     offsets.defined() ? offsets.data<float>() : nullptr, rows, vocab, k, rank,
-                     out.values.data<float>(), out.tokens.data<int64_t>(),
-                     out.log_probs.data<float>());
+  on_device(
+      kOp, device,
+      [&] {
+        top_candidates_cpu(
+            x.data<float>(), suppressed.defined() ? suppressed.data<uint8_t>() : nullptr,
+            offsets.defined() ? offsets.data<float>() : nullptr, rows, vocab, k, rank,
+            out.values.data<float>(), out.tokens.data<int64_t>(), out.log_probs.data<float>());
+      },
+      [&](auto) {
+        TopCandidates there{Tensor::empty({rows, k}, DType::kF32, device),
+                            Tensor::empty({rows, k}, DType::kI64, device),
+                            Tensor::empty({rows, k}, DType::kF32, device)};
+        cuda::top_candidates(x, suppressed, offsets, k, rank == CandidateRank::kByLogProb,
+                             there.values, there.tokens, there.log_probs);
+        out = {there.values.to(Device::cpu()), there.tokens.to(Device::cpu()),
+               there.log_probs.to(Device::cpu())};
+      });
   return out;
 }
 

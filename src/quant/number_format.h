@@ -17,6 +17,7 @@
 #include <vector>
 
 #include "core/activations.h"
+#include "core/device.h"
 #include "core/dtype.h"
 #include "quant/format.h"
 #include "quant/physical.h"
@@ -116,6 +117,11 @@ struct NumberFormat {
   std::string compressed_tensors_format;
 
   bool served() const { return not_served.empty() && !method.empty(); }
+  // Whether `device` has the fused norm -> quantize bodies (layer_norm_quant
+  // and add_layer_norm_residual_quant) for it, and the quantizing epilogue
+  // of a GEMM chain's producer.
+  bool fuses_norm_quant_on(Device device) const;
+  bool fuses_quantizing_epilogue_on(Device device) const;
 };
 
 // The row of `format`; an unregistered one throws kUnsupported naming it.

@@ -54,11 +54,7 @@ std::string norm_link_refusal(const SmoothGroup& group,
       return "no fused norm -> quantize kernel on " + layer_device(*layer).str() + " yet";
     }
     const NumberFormat& row = method.number_format();
-    const bool has_body = layer_device(*layer).is_cuda()
-                              ? row.cuda_fused_producers
-                              : row.cpu_fused.layer_norm_quant != nullptr &&
-                                    row.cpu_fused.add_layer_norm_residual_quant != nullptr;
-    if (!has_body) {
+    if (!row.fuses_norm_quant_on(layer_device(*layer))) {
       return "the " + row.name + " format has no fused norm -> quantize body on " +
              layer_device(*layer).str();
     }
@@ -83,10 +79,7 @@ std::string chain_link_refusal(const layers::QuantizableLayer* producer,
     return "no scaled_mm_quant kernel on " + layer_device(*producer).str() + " yet";
   }
   const NumberFormat& row = p.number_format();
-  const bool has_body = layer_device(*producer).is_cuda()
-                            ? row.cuda_fused_producers
-                            : row.cpu_fused.quantize_epilogue_static != nullptr;
-  if (!has_body) {
+  if (!row.fuses_quantizing_epilogue_on(layer_device(*producer))) {
     return "the " + row.name + " format has no quantizing epilogue on " +
            layer_device(*producer).str();
   }

@@ -4,13 +4,11 @@
 #include <cmath>
 #include <string>
 
-#include "core/env.h"
 #include "core/error.h"
 #include "ops/activation.h"
 #include "ops/concat.h"
 #include "ops/conv2d.h"
 #include "ops/elementwise.h"
-#include "ops/glu.h"
 #include "ops/sequence_mask.h"
 
 namespace oasr::models {
@@ -155,17 +153,10 @@ ConvolutionModule::Output ConvolutionModule::forward(const Tensor& x, const Tens
     pad_left = pad_right = (kernel_size_ - 1) / 2;
   }
   const Tensor expanded = pointwise_conv1_->forward(input);  // [B, T + lorder, 2C]
-  Tensor convolved;                                          // [B, T, C]
-  if (expanded.device().is_cuda()) {
-    // One pass, channels-last: the same bits as the three steps below.
-    convolved = depthwise_conv_->glu_forward_channels_last(expanded, pad_left, pad_right);
-  } else {
-    // The depthwise convolution runs over time in channels-first layout.
-    const Tensor gated = ops::glu(expanded, -1);
-    convolved = depthwise_conv_->forward(gated.transpose(1, 2).contiguous(), pad_left, pad_right)
-                    .transpose(1, 2)
-                    .contiguous();
-  }
+  // GLU then the depthwise convolution over time, channels-last in and out
+  // (one pass on CUDA; ops/depthwise_conv1d.h).
+  const Tensor convolved =
+      depthwise_conv_->glu_forward_channels_last(expanded, pad_left, pad_right);  // [B, T, C]
   OASR_CHECK(convolved.size(1) == frames, kInternal, path(), ": depthwise output has ",
              convolved.size(1), " frames, expected ", frames);
   Tensor normalized =
@@ -384,10 +375,10 @@ ConformerEncoder::Output ConformerEncoder::forward(const Tensor& feats, const Te
   const DeviceWork work = [this](const std::vector<Tensor>& in) {
     return std::vector<Tensor>{encode(in[0], in[1], in[2], in[3])};
   };
-  const bool graphed = device().is_cuda() && env::cuda_graphs_enabled();
   const std::string key = "u2pp_encoder chunk " + std::to_string(decoding_chunk_size) + " left " +
                           std::to_string(num_decoding_left_chunks);
-  Tensor x = graphed ? graphs_->run(key, device(), work, inputs).front() : work(inputs).front();
+  // Eager where graphs do not apply (the CPU, OASR_CUDA_GRAPHS=0).
+  Tensor x = graphs_->run(key, device(), work, inputs).front();
   return {x, Tensor::from_vector<int64_t>(out_lengths, {batch})};
 }
 

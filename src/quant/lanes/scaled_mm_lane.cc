@@ -2,14 +2,12 @@
 
 #include <algorithm>
 
+#include "core/device_dispatch.h"
 #include "core/env.h"
 #include "core/error.h"
 #include "quant/kernels/cpu/scaled_mm_reference.h"
+#include "quant/kernels/cuda/cuda_lanes.h"
 #include "quant/number_format.h"
-#if defined(OASR_WITH_CUDA)
-#include "quant/kernels/cuda/native/scaled_mm_native.h"
-#include "quant/kernels/cuda/scaled_mm_cuda.h"
-#endif
 
 // The AVX2 int8 lane is another engineer's file set; it registers itself here
 // once its header exists (and only on x86-64, where it can compile).
@@ -98,40 +96,10 @@ std::vector<ScaledMMLane> builtin_lanes() {
   };
   lanes.push_back(vnni);
 #endif
-#if defined(OASR_WITH_CUDA)
-  // Hopper: the CUTLASS sm90a kernels, ahead of mma_sync under auto (which
-  // stays the lane of every other GPU and the A/B arm on Hopper).
-  ScaledMMLane native;
-  native.name = "native";
-  native.device = DeviceType::kCUDA;
-  native.priority = 20;
-  native.requirement = "an sm_90 GPU and a build with the sm_90a kernels";
-  native.cuda_scaled_mm = [](const cuda::ScaledMMArgs& args) { cuda::scaled_mm_native(args); };
-  native.cuda_supports = cuda::native_supported;
-  native.cuda_kernel_name = cuda::native_kernel_name;
-  lanes.push_back(native);
-  ScaledMMLane mma_sync;
-  mma_sync.name = "mma_sync";
-  mma_sync.device = DeviceType::kCUDA;
-  mma_sync.priority = 10;
-  mma_sync.requirement = "an sm80+ GPU (int8) or sm89+ GPU (fp8)";
-  mma_sync.cuda_scaled_mm = [](const cuda::ScaledMMArgs& args) { cuda::scaled_mm_mma_sync(args); };
-  mma_sync.cuda_supports = cuda::mma_sync_supported;
-  mma_sync.cuda_kernel_name = [](QDType format, int64_t m, int64_t n, int64_t k) {
-    return cuda::choose_mma_sync_config(format, m, n, k).name();
-  };
-  lanes.push_back(mma_sync);
-  ScaledMMLane cublaslt;
-  cublaslt.name = "cublaslt";
-  cublaslt.device = DeviceType::kCUDA;
-  cublaslt.priority = 0;
-  cublaslt.auto_eligible = false;  // the A/B baseline: never chosen by auto
-  cublaslt.requirement = "cuBLASLt 8-bit GEMMs on this GPU";
-  cublaslt.cuda_scaled_mm = cuda::scaled_mm_cublaslt;
-  cublaslt.cuda_supports = cuda::cublaslt_supported;
-  cublaslt.cuda_kernel_name = cuda::cublaslt_kernel_name;
-  lanes.push_back(cublaslt);
-#endif
+  // The GPU lanes, in a CUDA build (quant/kernels/cuda/cuda_lanes.cc).
+  if constexpr (kBuiltWithCuda) {
+    for (ScaledMMLane& lane : cuda::builtin_lanes()) lanes.push_back(std::move(lane));
+  }
   return lanes;
 }
 

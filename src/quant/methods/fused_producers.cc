@@ -2,11 +2,10 @@
 
 #include <atomic>
 
+#include "core/device_dispatch.h"
 #include "core/error.h"
-#include "quant/number_format.h"
-#if defined(OASR_WITH_CUDA)
 #include "quant/kernels/cuda/quantize_cuda.h"
-#endif
+#include "quant/number_format.h"
 
 namespace oasr::quant {
 namespace {
@@ -18,10 +17,7 @@ std::atomic<int64_t> g_scaled_mm_quant_calls{0};
 // The format's row, refusing one without a fused body on `device`.
 const NumberFormat& fused_format(const char* op, QDType format, Device device) {
   const NumberFormat& row = number_format(format);
-  const bool has_body = device.is_cuda() ? row.cuda_fused_producers
-                                         : row.cpu_fused.layer_norm_quant != nullptr &&
-                                               row.cpu_fused.add_layer_norm_residual_quant;
-  OASR_CHECK(has_body, kUnsupported, op, ": the ", row.name, " format has no fused body on ",
+  OASR_CHECK(row.fuses_norm_quant_on(device), kUnsupported, op, ": the ", row.name, " format has no fused body on ",
              device.str(), "; disarm the links (OASR_QUANT_FUSION=0)");
   return row;
 }
@@ -65,12 +61,8 @@ QuantizedActivation empty_activation(int64_t rows, int64_t features, const Numbe
 
 }  // namespace
 
-bool fused_producers_available([[maybe_unused]] Device device) {
-#if defined(OASR_WITH_CUDA)
-  return true;
-#else
-  return device.is_cpu();
-#endif
+bool fused_producers_available(Device device) {
+  return device.is_cpu() || kBuiltWithCuda;
 }
 
 namespace {
@@ -91,18 +83,19 @@ QuantizedActivation layer_norm_quant(const Tensor& x, const Tensor& weight, cons
   const int64_t rows = features == 0 ? 0 : x.numel() / features;
   const NumberFormat& row = fused_format(kOp, format, x.device());
   QuantizedActivation out = empty_activation(rows, features, row, x.device());
-  if (x.device().is_cuda()) {
-#if defined(OASR_WITH_CUDA)
-    if (rows > 0) {
-      cuda::layer_norm_quant(format, x_c.raw_data(), raw_or_null(w_c), raw_or_null(b_c), x.dtype(),
-                             rows, features, eps, out.data.raw_data(), out.scale.data<float>(),
-                             x.device().index);
-    }
-#endif
-  } else {
-    row.cpu_fused.layer_norm_quant(x_c.data<float>(), data_or_null(w_c), data_or_null(b_c), rows,
-                                   features, eps, out.data.raw_data(), out.scale.data<float>());
-  }
+  on_device(
+      kOp, x.device(),
+      [&] {
+        row.cpu_fused.layer_norm_quant(x_c.data<float>(), data_or_null(w_c), data_or_null(b_c),
+                                       rows, features, eps, out.data.raw_data(),
+                                       out.scale.data<float>());
+      },
+      [&](auto on) {
+        if (rows == 0) return;
+        cuda::layer_norm_quant(format, x_c.raw_data(), raw_or_null(w_c), raw_or_null(b_c),
+                               x.dtype(), rows, features, eps, out.data.raw_data(),
+                               out.scale.data<float>(), on.device_index);
+      });
   note_fused_producer_call(FusedProducer::kLayerNormQuant);
   return out;
 }
@@ -126,21 +119,21 @@ AddLayerNormQuantResult add_layer_norm_residual_quant(const Tensor& x, const Ten
   out.sum = Tensor::empty(x.shape(), x.dtype(), x.device());
   const NumberFormat& row = fused_format(kOp, format, x.device());
   out.quantized = empty_activation(rows, features, row, x.device());
-  if (x.device().is_cuda()) {
-#if defined(OASR_WITH_CUDA)
-    if (rows > 0) {
-      cuda::add_layer_norm_residual_quant(
-          format, x_c.raw_data(), r_c.raw_data(), alpha, raw_or_null(w_c), raw_or_null(b_c),
-          x.dtype(), rows, features, eps, out.sum.raw_data(), out.quantized.data.raw_data(),
-          out.quantized.scale.data<float>(), x.device().index);
-    }
-#endif
-  } else {
-    row.cpu_fused.add_layer_norm_residual_quant(
-        x_c.data<float>(), r_c.data<float>(), alpha, data_or_null(w_c), data_or_null(b_c), rows,
-        features, eps, out.sum.data<float>(), out.quantized.data.raw_data(),
-        out.quantized.scale.data<float>());
-  }
+  on_device(
+      kOp, x.device(),
+      [&] {
+        row.cpu_fused.add_layer_norm_residual_quant(
+            x_c.data<float>(), r_c.data<float>(), alpha, data_or_null(w_c), data_or_null(b_c), rows,
+            features, eps, out.sum.data<float>(), out.quantized.data.raw_data(),
+            out.quantized.scale.data<float>());
+      },
+      [&](auto on) {
+        if (rows == 0) return;
+        cuda::add_layer_norm_residual_quant(
+            format, x_c.raw_data(), r_c.raw_data(), alpha, raw_or_null(w_c), raw_or_null(b_c),
+            x.dtype(), rows, features, eps, out.sum.raw_data(), out.quantized.data.raw_data(),
+            out.quantized.scale.data<float>(), on.device_index);
+      });
   note_fused_producer_call(FusedProducer::kAddLayerNormResidualQuant);
   return out;
 }

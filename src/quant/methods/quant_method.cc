@@ -4,16 +4,15 @@
 #include <cstring>
 #include <map>
 
+#include "core/device_dispatch.h"
 #include "core/error.h"
 #include "quant/kernels/cpu/fused_producers.h"
 #include "quant/kernels/cpu/scaled_mm_reference.h"
+#include "quant/kernels/cuda/quantize_cuda.h"
+#include "quant/kernels/cuda/scaled_mm_cuda.h"
 #include "quant/methods/fused_producers.h"
 #include "quant/number_format.h"
 #include "quant/numerics.h"
-#if defined(OASR_WITH_CUDA)
-#include "quant/kernels/cuda/quantize_cuda.h"
-#include "quant/kernels/cuda/scaled_mm_cuda.h"
-#endif
 
 namespace oasr::quant {
 
@@ -142,9 +141,35 @@ Tensor QuantMethod::static_scale_column(int64_t m) const {
 
 QuantizedActivation QuantMethod::quantize_input(const Tensor& x,
                                                 const QuantizedParams& params) const {
-  const ScaledMMLane& chosen = lane();
-  if (chosen.is_cuda()) {
-#if defined(OASR_WITH_CUDA)
+  lane();  // refuses a method no lane was bound to
+  const auto on_cpu = [&] {
+    OASR_CHECK(
+        x.dim() == 2 && x.is_contiguous() &&
+            (x.dtype() == DType::kF32 || x.dtype() == DType::kF16 || x.dtype() == DType::kBF16),
+        kInternal, "quantize_input expects contiguous float [M, K], got ", x.str());
+    // The CPU lanes work in float32 (widening float16 / bfloat16 is exact).
+    const Tensor x32 = x.to(DType::kF32);
+    const int64_t m = x32.size(0);
+    const int64_t k = x32.size(1);
+    QuantizedActivation out;
+    out.format = format();
+    out.data = Tensor::empty({m, k}, storage_dtype());
+    out.scale = Tensor::empty({m}, DType::kF32);
+    float* scale = out.scale.data<float>();
+    if (has_static_input()) {
+      for (int64_t row = 0; row < m; ++row) scale[row] = static_scale_;
+      cpu_kernels_.quantize_static(x32.data<float>(), static_multiplier_.data(), m, k,
+                                   out.data.raw_data());
+      return out;
+    }
+    Tensor smooth;
+    if (params.smooth_inv.defined()) smooth = params.smooth_inv.contiguous();
+    const float* smooth_ptr = smooth.defined() ? smooth.data<float>() : nullptr;
+    cpu_kernels_.quantize_per_token(x32.data<float>(), smooth_ptr, m, k, out.data.raw_data(),
+                                    scale);
+    return out;
+  };
+  const auto on_cuda = [&](auto) {
     OASR_CHECK(x.dim() == 2 && x.is_contiguous() && x.device() == device_, kInternal,
                "quantize_input expects contiguous [M, K] on ", device_.str(), ", got ", x.str());
     const int64_t m = x.size(0);
@@ -166,35 +191,10 @@ QuantizedActivation QuantMethod::quantize_input(const Tensor& x,
                              smooth.defined() ? smooth.data<float>() : nullptr, m, k,
                              out.data.raw_data(), out.scale.data<float>(), device_.index);
     return out;
-#endif
-  }
-  OASR_CHECK(
-      x.dim() == 2 && x.is_contiguous() &&
-          (x.dtype() == DType::kF32 || x.dtype() == DType::kF16 || x.dtype() == DType::kBF16),
-      kInternal, "quantize_input expects contiguous float [M, K], got ", x.str());
-  // The CPU lanes work in float32 (widening float16 / bfloat16 is exact).
-  const Tensor x32 = x.to(DType::kF32);
-  const int64_t m = x32.size(0);
-  const int64_t k = x32.size(1);
-  QuantizedActivation out;
-  out.format = format();
-  out.data = Tensor::empty({m, k}, storage_dtype());
-  out.scale = Tensor::empty({m}, DType::kF32);
-  float* scale = out.scale.data<float>();
-  if (has_static_input()) {
-    for (int64_t row = 0; row < m; ++row) scale[row] = static_scale_;
-    cpu_kernels_.quantize_static(x32.data<float>(), static_multiplier_.data(), m, k,
-                                 out.data.raw_data());
-    return out;
-  }
-  Tensor smooth;
-  if (params.smooth_inv.defined()) smooth = params.smooth_inv.contiguous();
-  const float* smooth_ptr = smooth.defined() ? smooth.data<float>() : nullptr;
-  cpu_kernels_.quantize_per_token(x32.data<float>(), smooth_ptr, m, k, out.data.raw_data(), scale);
-  return out;
+  };
+  return on_device("quantize_input", device_, on_cpu, on_cuda);
 }
 
-#if defined(OASR_WITH_CUDA)
 namespace {
 
 cuda::ScaledMMArgs cuda_gemm_args(QDType format, const QuantizedActivation& input,
@@ -216,7 +216,6 @@ cuda::ScaledMMArgs cuda_gemm_args(QDType format, const QuantizedActivation& inpu
 }
 
 }  // namespace
-#endif
 
 Tensor QuantMethod::scaled_mm(const QuantizedActivation& input, const QuantizedParams& params,
                               Activation act, DType out_dtype) const {
@@ -230,8 +229,25 @@ Tensor QuantMethod::scaled_mm(const QuantizedActivation& input, const QuantizedP
   OASR_CHECK(out_dtype == DType::kF32 || out_dtype == DType::kF16 || out_dtype == DType::kBF16,
              kInternal, "scaled_mm: output dtype ", dtype_name(out_dtype),
              " is not float32, float16 or bfloat16");
-  if (chosen.is_cuda()) {
-#if defined(OASR_WITH_CUDA)
+  const auto on_cpu = [&] {
+    Tensor bias;
+    if (params.bias.defined()) bias = params.bias.to(DType::kF32).contiguous();
+    const float* bias_ptr = bias.defined() ? bias.data<float>() : nullptr;
+    const Tensor weight = params.weight.contiguous();
+    Tensor out = Tensor::empty({m, n}, DType::kF32);
+    if (m == 0) return out;
+    if (prepared_weight_ != nullptr) {
+      cpu_kernels_.scaled_mm_prepared(input.data.raw_data(), input.scale.data<float>(),
+                                      prepared_weight_.get(), params.weight_scale.data<float>(),
+                                      bias_ptr, act, m, out.data<float>());
+    } else {
+      cpu_kernels_.scaled_mm(input.data.raw_data(), input.scale.data<float>(), weight.raw_data(),
+                             params.weight_scale.data<float>(), bias_ptr, act, m, n, k,
+                             out.data<float>());
+    }
+    return out_dtype == DType::kF32 ? out : out.to(out_dtype);
+  };
+  const auto on_cuda = [&](auto) {
     OASR_CHECK(input.data.is_contiguous() && input.data.device() == device_ &&
                    input.scale.device() == device_,
                kInternal, "scaled_mm: the 8-bit input must be contiguous on ", device_.str());
@@ -242,24 +258,8 @@ Tensor QuantMethod::scaled_mm(const QuantizedActivation& input, const QuantizedP
     args.out = out.raw_data();
     chosen.cuda_scaled_mm(args);
     return out;
-#endif
-  }
-  Tensor bias;
-  if (params.bias.defined()) bias = params.bias.to(DType::kF32).contiguous();
-  const float* bias_ptr = bias.defined() ? bias.data<float>() : nullptr;
-  const Tensor weight = params.weight.contiguous();
-  Tensor out = Tensor::empty({m, n}, DType::kF32);
-  if (m == 0) return out;
-  if (prepared_weight_ != nullptr) {
-    cpu_kernels_.scaled_mm_prepared(input.data.raw_data(), input.scale.data<float>(),
-                                    prepared_weight_.get(), params.weight_scale.data<float>(),
-                                    bias_ptr, act, m, out.data<float>());
-  } else {
-    cpu_kernels_.scaled_mm(input.data.raw_data(), input.scale.data<float>(), weight.raw_data(),
-                           params.weight_scale.data<float>(), bias_ptr, act, m, n, k,
-                           out.data<float>());
-  }
-  return out_dtype == DType::kF32 ? out : out.to(out_dtype);
+  };
+  return on_device("scaled_mm", device_, on_cpu, on_cuda);
 }
 
 Tensor QuantMethod::forward(const Tensor& x, const QuantizedParams& params, Activation act) const {
@@ -292,8 +292,25 @@ QuantizedActivation QuantMethod::scaled_mm_quant(const QuantizedActivation& inpu
              consumer.static_multiplier_.size(), " inputs");
   OASR_CHECK(served == DType::kF32 || served == DType::kF16 || served == DType::kBF16, kInternal,
              "scaled_mm_quant: served dtype ", dtype_name(served), " is not a float dtype");
-  if (lane().is_cuda()) {
-#if defined(OASR_WITH_CUDA)
+  const auto on_cpu = [&] {
+    // The epilogue result in fp32, rounded to the served dtype as the unfused
+    // producer's output tensor would hold it (a no-op for float32).
+    Tensor y = scaled_mm(input, params, act);
+    if (served != DType::kF32) y = y.to(served).to(DType::kF32);
+    const int64_t m = y.size(0);
+    QuantizedActivation out;
+    out.format = format();
+    out.data = Tensor::empty({m, n}, storage_dtype());
+    out.scale = Tensor::empty({m}, DType::kF32);
+    for (int64_t row = 0; row < m; ++row) out.scale.data<float>()[row] = consumer.static_scale_;
+    const auto epilogue = number_format().cpu_fused.quantize_epilogue_static;
+    OASR_CHECK(epilogue != nullptr, kUnsupported, "scaled_mm_quant: the ", number_format().name,
+               " format has no CPU quantizing epilogue; disarm the links (OASR_QUANT_FUSION=0)");
+    epilogue(y.data<float>(), consumer.static_multiplier_.data(), m, n, out.data.raw_data());
+    note_fused_producer_call(FusedProducer::kScaledMMQuant);
+    return out;
+  };
+  const auto on_cuda = [&](auto) {
     const int64_t m = input.data.size(0);
     QuantizedActivation out;
     out.format = format();
@@ -308,24 +325,8 @@ QuantizedActivation QuantMethod::scaled_mm_quant(const QuantizedActivation& inpu
     }
     note_fused_producer_call(FusedProducer::kScaledMMQuant);
     return out;
-#endif
-  }
-  // The epilogue result in fp32, rounded to the served dtype as the unfused
-  // producer's output tensor would hold it (a no-op for float32).
-  Tensor y = scaled_mm(input, params, act);
-  if (served != DType::kF32) y = y.to(served).to(DType::kF32);
-  const int64_t m = y.size(0);
-  QuantizedActivation out;
-  out.format = format();
-  out.data = Tensor::empty({m, n}, storage_dtype());
-  out.scale = Tensor::empty({m}, DType::kF32);
-  for (int64_t row = 0; row < m; ++row) out.scale.data<float>()[row] = consumer.static_scale_;
-  const auto epilogue = number_format().cpu_fused.quantize_epilogue_static;
-  OASR_CHECK(epilogue != nullptr, kUnsupported, "scaled_mm_quant: the ", number_format().name,
-             " format has no CPU quantizing epilogue; disarm the links (OASR_QUANT_FUSION=0)");
-  epilogue(y.data<float>(), consumer.static_multiplier_.data(), m, n, out.data.raw_data());
-  note_fused_producer_call(FusedProducer::kScaledMMQuant);
-  return out;
+  };
+  return on_device("scaled_mm_quant", device_, on_cpu, on_cuda);
 }
 
 std::string QuantMethod::own_input_quantizer() const {

@@ -1,0 +1,86 @@
+#!/usr/bin/env python3
+"""tools/check_device_dispatch.py passes on src/ and fails on planted device branches.
+
+Each case copies src/ to a temporary folder, appends one line, runs the
+checker as CI does and expects exit 1 naming the planted file and line (or
+exit 0 where the line is allowed).
+"""
+
+import shutil
+import subprocess
+import sys
+import tempfile
+import unittest
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[2]
+CHECKER = ROOT / "tools" / "check_device_dispatch.py"
+
+
+def run_checker(src: Path) -> subprocess.CompletedProcess:
+    return subprocess.run([sys.executable, str(CHECKER), "--src", str(src)],
+                          capture_output=True, text=True, timeout=120)
+
+
+class CheckDeviceDispatch(unittest.TestCase):
+    def setUp(self):
+        self.tmp = tempfile.TemporaryDirectory()
+        self.src = Path(self.tmp.name) / "src"
+        shutil.copytree(ROOT / "src", self.src)
+
+    def tearDown(self):
+        self.tmp.cleanup()
+
+    def plant(self, relative: str, line: str) -> int:
+        path = self.src / relative
+        lines = path.read_text().splitlines()
+        lines.append(line)
+        path.write_text("\n".join(lines) + "\n")
+        return len(lines)
+
+    def expect(self, relative: str, line: str, words: str | None):
+        number = self.plant(relative, line)
+        result = run_checker(self.src)
+        if words is None:
+            self.assertEqual(result.returncode, 0, result.stdout + result.stderr)
+            return
+        self.assertEqual(result.returncode, 1, result.stdout + result.stderr)
+        self.assertIn(f"{relative}:{number}: {words}", result.stdout)
+
+    def test_the_tree_passes(self):
+        result = run_checker(self.src)
+        self.assertEqual(result.returncode, 0, result.stdout + result.stderr)
+
+    def test_a_preprocessor_branch_in_an_op_front_fails(self):
+        self.expect("ops/glu.cc", "#if OASR_WITH_CUDA", "reads OASR_WITH_CUDA in the preprocessor")
+
+    def test_a_defined_test_in_a_quant_method_fails(self):
+        self.expect("quant/methods/quant_method.cc", "#if defined(OASR_WITH_CUDA)",
+                    "reads OASR_WITH_CUDA in the preprocessor")
+
+    def test_a_cuda_branch_in_a_layer_fails(self):
+        self.expect("layers/attention.cc", "  if (q.device().is_cuda()) return Tensor();",
+                    "layers/ names the CUDA device")
+
+    def test_a_cuda_branch_in_a_model_fails(self):
+        self.expect("models/u2pp/u2pp_encoder.cc",
+                    "  const bool gpu = device().type == DeviceType::kCUDA;",
+                    "models/ names the CUDA device")
+
+    def test_a_cuda_branch_in_a_search_fails(self):
+        self.expect("decode/whisper_search.cc", "  model.to(Device::cuda(0));",
+                    "decode/ names the CUDA device")
+
+    def test_a_cuda_body_may_read_the_macro(self):
+        self.expect("ops/cuda/glu.h", "#if OASR_WITH_CUDA", None)
+
+    def test_asking_for_the_host_is_allowed(self):
+        self.expect("decode/whisper_search.cc", "  const bool host = logits.device().is_cpu();",
+                    None)
+
+    def test_a_comment_naming_cuda_is_allowed(self):
+        self.expect("layers/attention.cc", "// on CUDA the op front runs is_cuda() kernels", None)
+
+
+if __name__ == "__main__":
+    unittest.main()
