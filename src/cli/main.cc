@@ -2,6 +2,7 @@
 // oasr::Error; main turns it into one line on stderr and exit code 1.
 #include <CLI/CLI.hpp>
 
+#include <filesystem>
 #include <iostream>
 #include <string>
 #include <vector>
@@ -12,6 +13,21 @@
 namespace {
 
 // Error messages go out as exactly one line, whatever they contain.
+// A file whose name starts with '-' is read as a flag, and the parse error
+// then speaks of a missing or unknown argument; name the file and the fix.
+std::string flag_like_file_hint(int argc, char** argv) {
+  std::error_code ignored;
+  for (int i = 1; i < argc; ++i) {
+    const std::string arg = argv[i];
+    if (arg == "--") break;
+    if (arg.size() > 1 && arg[0] == '-' && std::filesystem::is_regular_file(arg, ignored)) {
+      return "; '" + arg + "' was read as a flag: to name that file write ./" + arg +
+             " or put it after --";
+    }
+  }
+  return "";
+}
+
 std::string single_line(std::string text) {
   for (char& c : text) {
     if (c == '\n' || c == '\r') c = ' ';
@@ -43,7 +59,8 @@ int main(int argc, char** argv) {
     return app.exit(e);
   } catch (const CLI::ParseError& e) {
     // Usage errors follow the same one-line contract as runtime errors.
-    std::cerr << "oasr: error: " << single_line(e.what()) << " (see 'oasr --help')\n";
+    std::cerr << "oasr: error: " << single_line(e.what()) << flag_like_file_hint(argc, argv)
+              << " (see 'oasr --help')\n";
     return 2;
   }
   try {

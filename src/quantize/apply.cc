@@ -88,7 +88,9 @@ class SpecBuilder {
         modules_(modules_by_path(model)),
         layout_(layout),
         options_(options),
-        ignore_(ignore) {}
+        ignore_(ignore) {
+    for (const std::string& glob : ignore_) check_ignore_glob(glob);
+  }
 
   void select_kinds(const std::vector<LayerKind>& kinds, const QuantScheme& scheme) {
     check_kinds_allowed(scheme, kinds, options_, "quantization");
@@ -155,6 +157,37 @@ class SpecBuilder {
            std::any_of(spec_.skipped.begin(), spec_.skipped.end(),
                        [&](const SkippedLayer& s) { return s.path == path; });
   }
+  // One rule for every ignore glob, however it came (--quantization-option,
+  // a config object, oasr quantize --ignore): well formed, and naming at
+  // least one quantizable layer -- a typo would otherwise quantize the layer
+  // it meant to keep.
+  void check_ignore_glob(const std::string& glob) const {
+    int open_brackets = 0;
+    bool escaped = false;
+    for (const char c : glob) {
+      if (escaped) {
+        escaped = false;
+      } else if (c == '\\') {
+        escaped = true;
+      } else if (c == '[') {
+        ++open_brackets;
+      } else if (c == ']' && open_brackets > 0) {
+        --open_brackets;
+      }
+    }
+    OASR_CHECK(!glob.empty() && open_brackets == 0 && !escaped, kInvalidArgument, "ignore glob '",
+               glob,
+               "' is malformed (empty, an unclosed '[' or a trailing '\\'); write a shell glob "
+               "over layer paths such as 'encoder.encoders.0.*'");
+    const bool matches = std::any_of(candidates_.begin(), candidates_.end(),
+                                     [&](const Candidate& c) { return glob_match(glob, c.path); });
+    OASR_CHECK(matches, kInvalidArgument, "ignore glob '", glob,
+               "' matches no quantizable layer of the model",
+               candidates_.empty() ? std::string()
+                                   : " (paths look like '" + candidates_.front().path + "')",
+               "; check its spelling");
+  }
+
   std::string ignored(const std::string& path) const {
     for (const std::string& glob : ignore_) {
       if (glob_match(glob, path)) return "ignored (ignore=" + glob + ")";

@@ -4,12 +4,14 @@
 // --quantization-option, --max-batch-size, decode defaults) and its own.
 #include <CLI/CLI.hpp>
 
+#include <cmath>
 #include <cstdlib>
 #include <filesystem>
 #include <iostream>
 #include <string>
 
 #include "cli/engine_options.h"
+#include "core/dtype.h"
 #include "core/error.h"
 #include "core/logging.h"
 #include "server/http_server.h"
@@ -22,6 +24,28 @@ std::string single_line(std::string text) {
     if (c == '\n' || c == '\r') c = ' ';
   }
   return text;
+}
+
+// CLI::Range lets NaN through (every comparison with it is false), which
+// would start the server with that limit off; this one refuses it by name.
+CLI::Validator finite_range(double min, double max) {
+  return CLI::Validator(
+      [min, max](const std::string& text) -> std::string {
+        double value = 0.0;
+        size_t used = 0;
+        try {
+          value = std::stod(text, &used);
+        } catch (const std::exception&) {
+          used = 0;
+        }
+        if (used != text.size() || text.empty() || !std::isfinite(value) || value < min ||
+            value > max) {
+          return "'" + text + "' is not a number in [" + CLI::detail::to_string(min) + ", " +
+                 CLI::detail::to_string(max) + "]";
+        }
+        return {};
+      },
+      "NUMBER in [" + CLI::detail::to_string(min) + " - " + CLI::detail::to_string(max) + "]");
 }
 
 struct ServerFlags {
@@ -58,7 +82,7 @@ void run(const oasr::cli::EngineFlags& engine_flags, const ServerFlags& flags) {
   const quant::QuantizationInfo& info = engine.quantization_info();
   log::info("model '{}': {} ({}), device {}, dtype {}", options.model_name,
             engine.architecture().display_name, config.ckpt_dir.string(), config.device,
-            config.dtype);
+            dtype_name(config.served_dtype()));
   for (const quant::LayerReport& layer : info.layers) {
     log::info("  {} {} lane {} kernel {} input {}", layer.path, layer.scheme, layer.lane,
               layer.kernel, layer.input_quantizer);
@@ -69,6 +93,9 @@ void run(const oasr::cli::EngineFlags& engine_flags, const ServerFlags& flags) {
       options.max_batch, flags.max_batch_delay_ms, options.max_queue, flags.max_upload_mb,
       options.max_audio_seconds, flags.request_timeout_s, flags.idle_timeout_s,
       options.api_key.empty() ? "off" : "on");
+  if (options.api_key.empty()) {
+    log::warn("no --api-key: the /v1 routes answer anyone who can reach {}", flags.listen.host);
+  }
   server::TranscriptionService service(engine, options);
   server::ListenOptions listen = flags.listen;
   listen.idle_timeout = std::chrono::seconds(flags.idle_timeout_s);
@@ -97,10 +124,10 @@ int main(int argc, char** argv) {
   app.add_option("--max-queue", flags.max_queue, "utterances queued before 429 (default 256)")
       ->check(CLI::Range(int64_t{1}, int64_t{1000000}));
   app.add_option("--max-upload-mb", flags.max_upload_mb, "largest request body (default 25)")
-      ->check(CLI::Range(0.001, 4096.0));
+      ->check(finite_range(0.001, 4096.0));
   app.add_option("--max-audio-seconds", flags.max_audio_seconds,
                  "longest audio accepted, 422 beyond (default 600)")
-      ->check(CLI::Range(0.1, 7200.0));
+      ->check(finite_range(0.1, 7200.0));
   app.add_option("--request-timeout-s", flags.request_timeout_s,
                  "a request still queued after this gets 504 (default 120)")
       ->check(CLI::Range(int64_t{1}, int64_t{86400}));
@@ -112,7 +139,15 @@ int main(int argc, char** argv) {
                  "(default 2)")
       ->check(CLI::Range(int64_t{1}, int64_t{256}));
   app.add_option("--api-key", flags.api_key,
-                 "require 'Authorization: Bearer KEY' on the /v1 routes (default: none)");
+                 "require 'Authorization: Bearer KEY' on the /v1 routes (default: none)")
+      ->check(CLI::Validator(
+          [](const std::string& key) -> std::string {
+            // An empty key would silently start an open server.
+            return key.empty() ? "an empty key would leave the server open; give a key or "
+                                 "leave --api-key out"
+                               : "";
+          },
+          "KEY"));
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {

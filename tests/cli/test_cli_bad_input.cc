@@ -245,5 +245,21 @@ TEST(CliEvalInput, ADirectoryAsTheManifestIsNamedAsOne) {
                  {dir.path().string(), "is a directory", "JSON-lines file"});
 }
 
+// A file named "-speech.wav" is read as a flag; the parse error names the
+// file and the two ways to pass it.
+TEST(CliBadInput, AFileNamedLikeAFlagIsNamedWithTheFix) {
+  const TempDir dir;
+  std::ofstream(dir.path() / "-speech.wav") << "not audio";
+  const CommandResult r =
+      run_command("cd " + shell_quote(dir.path().string()) + " && " + shell_quote(OASR_CLI_BINARY) +
+                  " transcribe -speech.wav --ckpt-dir " + shell_quote(kModel) + " 2>&1");
+  EXPECT_EQ(r.exit_code, 2) << r.output;
+  EXPECT_EQ(split_lines(r.output).size(), 1u) << r.output;
+  EXPECT_NE(r.output.find("'-speech.wav' was read as a flag: to name that file write "
+                          "./-speech.wav or put it after --"),
+            std::string::npos)
+      << r.output;
+}
+
 }  // namespace
 }  // namespace oasr::testing

@@ -155,6 +155,36 @@ TEST(QuantApply, ConvolutionKindsAndStaticSchemesNeedCalibration) {
   EXPECT_FALSE(spec.online);
 }
 
+// [W3-S] An ignore glob with a typo would quietly quantize the layer it meant
+// to keep: a malformed glob, or one naming no quantizable layer, is refused.
+TEST(QuantApply, AnIgnoreGlobThatCannotMatchIsRefused) {
+  TinyModel m;
+  for (const std::string glob : {"blocks.[01.*", "blocks.1.*\\"}) {
+    expect_refused(
+        [&] {
+          spec_from_config(QuantizationConfig::from_options("int8_w8a8", {"ignore=" + glob}),
+                           m.root);
+        },
+        {"ignore glob '" + glob + "' is malformed"});
+  }
+  expect_refused(
+      [&] {
+        spec_from_config(QuantizationConfig::from_options("int8_w8a8", {"ignore=block.1.*"}),
+                         m.root);
+      },
+      {"ignore glob 'block.1.*' matches no quantizable layer", "paths look like 'blocks."});
+  expect_refused(
+      [&] {
+        spec_from_rules({{{"blocks.0.ff.w_1"}, scheme_preset("int8_w8a8")}}, std::nullopt,
+                        {"decoder.*"}, m.root);
+      },
+      {"ignore glob 'decoder.*' matches no quantizable layer"});
+  // A glob that matches, also through a character class, still ignores.
+  const QuantizationSpec ignored = spec_from_config(
+      QuantizationConfig::from_options("int8_w8a8", {"ignore=blocks.[1].*"}), m.root);
+  EXPECT_EQ(skip_reason(ignored, "blocks.1.pw"), "ignored (ignore=blocks.[1].*)");
+}
+
 TEST(QuantApply, OtherRequestRefusals) {
   TinyModel m;
   expect_refused([&] { spec_from_config(QuantizationConfig::from_options("nvfp4", {}), m.root); },

@@ -6,13 +6,14 @@ import json
 import os
 import signal
 import socket
+import subprocess
 import threading
 import time
 import wave
 
 import pytest
 
-from conftest import MODEL, Server, require_binaries, sound
+from conftest import MODEL, SERVER, Server, require_binaries, sound
 
 MODEL_NAME = os.path.basename(os.path.normpath(MODEL))
 GOOD = sound("vm-goodbye")
@@ -135,6 +136,35 @@ def test_api_key(strict):
     conn = http.client.HTTPConnection("127.0.0.1", strict.port, timeout=10)
     conn.request("GET", "/health")
     assert conn.getresponse().status == 200
+
+
+@pytest.mark.parametrize("flags, words", [
+    (["--max-upload-mb", "nan"], ["--max-upload-mb", "'nan' is not a number in [0.001, 4096"]),
+    (["--max-audio-seconds", "nan"], ["--max-audio-seconds", "'nan' is not a number"]),
+    (["--max-audio-seconds", "inf"], ["--max-audio-seconds", "'inf' is not a number"]),
+    (["--max-upload-mb", "25MB"], ["--max-upload-mb", "'25MB' is not a number"]),
+    (["--api-key", ""], ["--api-key", "an empty key would leave the server open"]),
+])
+def test_a_limit_a_typo_would_switch_off_is_refused(flags, words):
+    # NaN passes every comparison, so a plain range check would start the
+    # server with the limit off; an empty key would start it open.
+    require_binaries()
+    r = subprocess.run([SERVER, "--ckpt-dir", MODEL, "--port", "0", *flags],
+                       capture_output=True, text=True, timeout=60)
+    assert r.returncode == 2, r.stderr
+    for word in words:
+        assert word in r.stderr, r.stderr
+
+
+def test_start_up_says_the_server_is_open_and_names_its_dtype():
+    require_binaries()
+    s = Server()
+    try:
+        log = "".join(s.log)
+        assert "no --api-key: the /v1 routes answer anyone who can reach 127.0.0.1" in log, log
+        assert "dtype float32" in log, log
+    finally:
+        assert s.stop() == 0
 
 
 def test_routes_and_methods(strict):
