@@ -12,6 +12,7 @@
 #include <nlohmann/json.hpp>
 
 #include "core/error.h"
+#include "core/json_error.h"
 #include "decode/byte_bpe_unicode.h"
 
 namespace oasr::decode {
@@ -40,7 +41,7 @@ json parse_json(const fs::path& path, const char* what) {
   try {
     return json::parse(text);
   } catch (const json::exception& e) {  // parse_error, or out_of_range: a number like 1e999
-    OASR_THROW(kCorruptFile, what, " ", path.string(), " is not valid JSON: ", e.what());
+    OASR_THROW(kCorruptFile, what, " ", path.string(), " is not valid JSON: ", json_error_text(e));
   }
 }
 

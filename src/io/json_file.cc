@@ -4,6 +4,7 @@
 #include <sstream>
 
 #include "core/error.h"
+#include "core/json_error.h"
 
 namespace oasr::io {
 
@@ -16,7 +17,7 @@ nlohmann::json read_json_file(const std::filesystem::path& path) {
   try {
     return nlohmann::json::parse(text.str());
   } catch (const nlohmann::json::exception& e) {
-    OASR_THROW(kCorruptFile, path.string(), ": not valid JSON (", e.what(), ")");
+    OASR_THROW(kCorruptFile, path.string(), ": not valid JSON (", json_error_text(e), ")");
   }
 }
 

@@ -8,6 +8,7 @@
 #include <nlohmann/json.hpp>
 
 #include "core/error.h"
+#include "core/json_error.h"
 
 namespace oasr::io {
 namespace {
@@ -43,7 +44,7 @@ std::vector<ManifestEntry> parse_manifest(const std::string& contents, const std
     try {
       object = nlohmann::json::parse(line);
     } catch (const nlohmann::json::exception& error) {  // parse_error, or 406: number overflow
-      report(std::string("not valid JSON (") + error.what() + ")");
+      report("not valid JSON (" + json_error_text(error) + ")");
       continue;
     }
     if (!object.is_object()) {

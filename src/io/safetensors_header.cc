@@ -9,6 +9,7 @@
 #include <sstream>
 
 #include "core/error.h"
+#include "core/json_error.h"
 #include "io/tensor_extent.h"
 
 namespace oasr::io::detail {
@@ -212,7 +213,7 @@ SafeTensorsHeader parse_header_json(const std::string& file_label, std::string_v
   try {
     header = json::parse(json_text.begin(), json_text.end(), track_keys);
   } catch (const json::exception& e) {
-    OASR_THROW(kCorruptFile, file_label, ": the header is not valid JSON (", e.what(),
+    OASR_THROW(kCorruptFile, file_label, ": the header is not valid JSON (", json_error_text(e),
                "): the file is corrupt or not a safetensors file");
   }
   OASR_CHECK(header.is_object(), kCorruptFile, file_label, ": the header is a JSON ",

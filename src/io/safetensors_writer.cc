@@ -13,6 +13,7 @@
 #include <set>
 
 #include "core/error.h"
+#include "core/json_error.h"
 #include "core/progress.h"
 #include "io/safetensors.h"
 #include "io/safetensors_header.h"
@@ -69,7 +70,7 @@ std::string build_header(const std::vector<std::pair<std::string, Tensor>>& tens
     OASR_THROW(kInvalidArgument,
                "save_safetensors: a tensor name or metadata string is not "
                "valid UTF-8 (",
-               e.what(), ")");
+               json_error_text(e), ")");
   }
   const size_t aligned = (text.size() + 7) / 8 * 8;
   text.append(aligned - text.size(), ' ');

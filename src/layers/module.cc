@@ -154,6 +154,31 @@ std::string accepted_dtypes(const ParameterSlot& slot) {
   if (slot.policy == DTypePolicy::kExact) return dtype_name(slot.dtype);
   return "float32, float16 or bfloat16";
 }
+
+// The first element of a contiguous host float tensor whose exponent bits
+// are all ones (NaN or infinity), read from the bits so float16 / bfloat16
+// need no conversion; -1 when every element is finite or the dtype is not
+// a float format.
+int64_t first_non_finite(const Tensor& t) {
+  const auto scan = [&](auto bits_type, uint32_t exponent_mask) -> int64_t {
+    using Bits = decltype(bits_type);
+    const Bits* bits = static_cast<const Bits*>(t.raw_data());
+    for (int64_t i = 0; i < t.numel(); ++i) {
+      if ((static_cast<uint32_t>(bits[i]) & exponent_mask) == exponent_mask) return i;
+    }
+    return -1;
+  };
+  switch (t.dtype()) {
+    case DType::kF32:
+      return scan(uint32_t{}, 0x7f800000u);
+    case DType::kF16:
+      return scan(uint16_t{}, 0x7c00u);
+    case DType::kBF16:
+      return scan(uint16_t{}, 0x7f80u);
+    default:
+      return -1;
+  }
+}
 }  // namespace
 
 void Module::load_state_dict(const TensorSource& source, const LoadOptions& options) {
@@ -207,6 +232,15 @@ void Module::load_state_dict(const TensorSource& source, const LoadOptions& opti
     const std::string key = options.prefix + path;
     if (!source.contains(key)) continue;
     Tensor value = source.get(key);
+    // A NaN or infinite weight would surface later as broken output blamed
+    // on the audio; refuse it here, naming the tensor.
+    if (value.device().is_cpu()) {
+      const Tensor host = value.contiguous();
+      const int64_t bad = first_non_finite(host);
+      OASR_CHECK(bad < 0, kCorruptFile, "checkpoint tensor '", key, "' ", shape_str(host.shape()),
+                 " holds a NaN or infinity (element ", bad,
+                 "); the checkpoint is corrupt or its training diverged: re-export it");
+    }
     if (value.dtype() != slot->dtype) value = value.to(slot->dtype);
     slot->value = value.to(options.device).contiguous();
   }

@@ -88,8 +88,11 @@ struct Undetected {
 
 Undetected undetected(const std::filesystem::path& path) {
   std::error_code error;
-  if (!std::filesystem::exists(path, error))
-    return {ErrorCode::kNotFound, "no such file or directory; "};
+  if (!std::filesystem::exists(path, error)) {
+    // A dangling link or a link loop is not "no such file" to the user.
+    return {ErrorCode::kNotFound,
+            (error ? error.message() : std::string("no such file or directory")) + "; "};
+  }
   if (!looks_like_native_dir(path)) return {};
   std::ifstream in(path / kNativeConfigName);
   const nlohmann::json config = nlohmann::json::parse(in, nullptr, /*allow_exceptions=*/false);
@@ -100,12 +103,17 @@ Undetected undetected(const std::filesystem::path& path) {
     return {ErrorCode::kCorruptFile, file + " names no \"architecture\"; "};
   }
   const std::string name = named->get<std::string>();
-  if (find_architecture(name) == nullptr) {
+  const Architecture* architecture = find_architecture(name);
+  if (architecture == nullptr) {
     return {ErrorCode::kUnsupported,
             file + " names the architecture '" + name + "', which is not registered; "};
   }
+  const std::string why = architecture->rejection ? architecture->rejection(path) : "";
   return {ErrorCode::kCorruptFile,
-          file + " names '" + name + "', whose reader does not accept the directory; "};
+          file + " names '" + name + "', " +
+              (why.empty() ? std::string("whose reader does not accept the directory")
+                           : "but " + why) +
+              "; "};
 }
 
 }  // namespace

@@ -107,6 +107,9 @@ struct Architecture {
   // Whether `path` holds a checkpoint of this architecture in any layout
   // its loader reads. Must not throw; a directory it cannot parse is not its.
   std::function<bool(const std::filesystem::path& path)> detect;
+  // Optional: why detect() turns down `path`, in words, for a directory whose
+  // oasr_config.json names this architecture ("config.json is missing").
+  std::function<std::string(const std::filesystem::path& path)> rejection;
   // What detect() looks for, in words: architecture_for() lists it when no
   // architecture takes a path ("a WeNet experiment directory (train.yaml)").
   std::string looks_for;

@@ -9,6 +9,7 @@
 
 #include "audio/audio_file.h"
 #include "core/error.h"
+#include "core/json_error.h"
 #include "engine/engine_options.h"
 #include "models/architecture.h"
 #include "server/multipart.h"
@@ -226,7 +227,7 @@ TranscriptionService::StreamStart TranscriptionService::start_stream(
   try {
     start = nlohmann::json::parse(first_message);
   } catch (const nlohmann::json::exception& e) {
-    OASR_THROW(kInvalidArgument, "the first message is not JSON (", e.what(),
+    OASR_THROW(kInvalidArgument, "the first message is not JSON (", json_error_text(e),
                "); send {\"sample_rate\": ", engine_.sample_rate(),
                ", \"format\": \"pcm_s16le\"} before the audio");
   }

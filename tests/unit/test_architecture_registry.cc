@@ -262,6 +262,34 @@ TEST(ArchitectureRegistry, APathNoArchitectureTakesIsRefusedListingEachOne) {
                 .find("its oasr_config.json is not a JSON object"),
             std::string::npos);
 
+  // [W3-S] A Whisper directory whose config.json is missing or broken: the
+  // refusal says what is wrong with config.json, not "Whisper unsupported".
+  const testing::TempDir whisper;
+  std::ofstream(whisper.path() / "oasr_config.json")
+      << R"({"format_version": 2, "architecture": "whisper"})";
+  const std::string no_config = refusal(whisper.path(), ErrorCode::kCorruptFile);
+  EXPECT_NE(no_config.find("names 'whisper', but " + (whisper.path() / "config.json").string() +
+                           " (the Hugging Face model config) is missing"),
+            std::string::npos)
+      << no_config;
+  std::ofstream(whisper.path() / "config.json") << "{\"model_type\": ";
+  const std::string broken = refusal(whisper.path(), ErrorCode::kCorruptFile);
+  EXPECT_NE(broken.find("config.json: not valid JSON (parse error at line 1"), std::string::npos)
+      << broken;
+  EXPECT_EQ(broken.find("[json.exception"), std::string::npos) << broken;
+  std::ofstream(whisper.path() / "config.json") << R"({"model_type": "wav2vec2"})";
+  EXPECT_NE(refusal(whisper.path(), ErrorCode::kCorruptFile)
+                .find("config.json's model_type is \"wav2vec2\", not \"whisper\""),
+            std::string::npos);
+
+  // A link loop is named as one, not as a missing file.
+  const testing::TempDir links;
+  fs::create_symlink(links.path() / "loop", links.path() / "loop");
+  const std::string loop = refusal(links.path() / "loop", ErrorCode::kNotFound);
+  EXPECT_NE(loop.find("is no checkpoint oasr reads: Too many levels of symbolic links"),
+            std::string::npos)
+      << loop;
+
   const testing::TempDir empty;  // a directory, but nothing any reader looks for
   const std::string nothing = refusal(empty.path(), ErrorCode::kNotFound);
   EXPECT_NE(nothing.find("is no checkpoint oasr reads: the registered architectures look for"),

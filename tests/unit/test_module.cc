@@ -1,5 +1,8 @@
 #include <gtest/gtest.h>
 
+#include <cmath>
+#include <limits>
+
 #include "core/error.h"
 #include "io/safetensors.h"
 #include "layers/checkpoint_source.h"
@@ -155,6 +158,40 @@ TEST(Module, FloatingSlotsConvertAndToDTypeSkipsExactSlots) {
   EXPECT_EQ(params[1].second->value.dtype(), DType::kBF16);  // floating slot cast
   EXPECT_EQ(params[1].second->dtype, DType::kBF16);
   EXPECT_THROW(root->to(DType::kI8), Error);
+}
+
+// [W3-S] A NaN or infinite weight is refused at load naming the tensor, in
+// every float dtype a checkpoint stores (it used to surface as broken output
+// blamed on the audio file).
+TEST(Module, ANonFiniteWeightIsRefusedNamingTheTensor) {
+  const float bad_values[] = {std::nanf(""), std::numeric_limits<float>::infinity(),
+                              -std::numeric_limits<float>::infinity()};
+  for (const DType dtype : {DType::kF32, DType::kF16, DType::kBF16}) {
+    for (const float bad : bad_values) {
+      auto root = make_tree();
+      auto state = full_state(*root);
+      Tensor weight = state["encoder.encoders.1.ff.w_2.weight"].clone();  // [4, 8]
+      weight.data<float>()[13] = bad;
+      state["encoder.encoders.1.ff.w_2.weight"] = weight.to(dtype);
+      try {
+        root->load_state_dict(MapTensorSource(state));
+        ADD_FAILURE() << dtype_name(dtype) << " " << bad << " was loaded";
+      } catch (const Error& e) {
+        EXPECT_EQ(e.code(), ErrorCode::kCorruptFile);
+        EXPECT_NE(std::string(e.what()).find("checkpoint tensor 'encoder.encoders.1.ff.w_2.weight' "
+                                             "[4, 8] holds a NaN or infinity (element 13)"),
+                  std::string::npos)
+            << e.what();
+      }
+    }
+  }
+  // The largest finite values load.
+  auto root = make_tree();
+  auto state = full_state(*root);
+  state["encoder.encoders.0.ff.w_1.weight"] =
+      Tensor::full({8, 4}, std::numeric_limits<float>::max());
+  state["encoder.encoders.0.ff.w_2.weight"] = Tensor::full({4, 8}, 65504.0f, DType::kF16);
+  root->load_state_dict(MapTensorSource(state));
 }
 
 TEST(Module, RegistrationRefusesDuplicatesAndDottedNames) {

@@ -13,6 +13,7 @@
 #include <sstream>
 
 #include "core/error.h"
+#include "core/json_error.h"
 #include "core/logging.h"
 #include "io/torch_checkpoint.h"
 
@@ -128,7 +129,7 @@ Cmvn parse_json_cmvn(const std::string& text, const fs::path& path) {
   try {
     stats = nlohmann::json::parse(text);
   } catch (const nlohmann::json::exception& e) {  // parse_error, or out_of_range (1e999)
-    OASR_THROW(kCorruptFile, path.string(), ": malformed JSON CMVN: ", e.what());
+    OASR_THROW(kCorruptFile, path.string(), ": malformed JSON CMVN: ", json_error_text(e));
   }
   auto numbers = [&](const char* key) {
     OASR_CHECK(stats.is_object() && stats.contains(key) && stats[key].is_array(), kCorruptFile,

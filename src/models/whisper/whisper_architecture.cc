@@ -160,6 +160,7 @@ Architecture whisper_architecture() {
   architecture.serves_cuda = true;
   architecture.decodes_timestamps = true;
   architecture.detect = [](const std::filesystem::path& path) { return is_whisper_dir(path); };
+  architecture.rejection = whisper_dir_rejection;
   architecture.looks_for =
       "a directory whose config.json has model_type whisper (Hugging Face's layout, "
       "which oasr's Whisper directories keep)";

@@ -273,13 +273,26 @@ void read_oasr_config(const fs::path& dir, WhisperSource& source) {
 }  // namespace
 
 bool is_whisper_dir(const fs::path& dir) {
-  if (!is_file(dir / "config.json")) return false;
-  try {
-    const json config = io::read_json_file(dir / "config.json");
-    return config.is_object() && config.contains("model_type") && config["model_type"] == "whisper";
-  } catch (const Error&) {
-    return false;
+  return whisper_dir_rejection(dir).empty();
+}
+
+std::string whisper_dir_rejection(const fs::path& dir) {
+  const fs::path config_path = dir / "config.json";
+  if (!is_file(config_path)) {
+    return config_path.string() + " (the Hugging Face model config) is missing";
   }
+  try {
+    const json config = io::read_json_file(config_path);
+    if (!config.is_object()) return config_path.string() + " is not a JSON object";
+    const auto type = config.find("model_type");
+    if (type == config.end()) return config_path.string() + " has no \"model_type\"";
+    if (*type != "whisper") {
+      return config_path.string() + "'s model_type is " + type->dump() + ", not \"whisper\"";
+    }
+  } catch (const Error& e) {
+    return e.what();
+  }
+  return "";
 }
 
 std::map<std::string, int64_t> read_whisper_special_tokens(const WhisperSource& files) {

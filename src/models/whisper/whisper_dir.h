@@ -43,6 +43,8 @@ namespace oasr::models {
 
 // A directory whose config.json says model_type "whisper".
 bool is_whisper_dir(const std::filesystem::path& dir);
+// Why is_whisper_dir() turns `dir` down, in words ("" when it does not).
+std::string whisper_dir_rejection(const std::filesystem::path& dir);
 
 // The tokenizer's special tokens ("<|...|>" spelled entries of the
 // vocabulary and the added tokens) and their ids. Reads tokenizer_json when
