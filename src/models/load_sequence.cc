@@ -1,5 +1,8 @@
 #include "models/load_sequence.h"
 
+#include <set>
+#include <string>
+
 #include "core/error.h"
 #include "models/native_dir.h"
 #include "quantize/apply.h"
@@ -45,6 +48,36 @@ quant::QuantizationSpec load_model(Module& model, const quant::QuantLayout& layo
     quant::link_quantization(model, layout);
   }
   return spec;
+}
+
+void check_block_count(const TensorSource& weights, const std::string& prefix, int64_t configured,
+                       const std::string& config_key, const std::filesystem::path& config_file) {
+  std::set<int64_t> held;
+  for (const std::string& name : weights.names()) {
+    if (name.compare(0, prefix.size(), prefix) != 0) continue;
+    const size_t dot = name.find('.', prefix.size());
+    const std::string index = name.substr(prefix.size(), dot - prefix.size());
+    if (index.empty() || index.size() > 9 ||
+        index.find_first_not_of("0123456789") != std::string::npos) {
+      continue;
+    }
+    held.insert(std::stoll(index));
+  }
+  const int64_t count = static_cast<int64_t>(held.size());
+  const bool consecutive = held.empty() || *held.rbegin() == count - 1;
+  std::string holds;
+  if (count == 0) {
+    holds = "no " + prefix + "N blocks";
+  } else if (consecutive) {
+    holds = std::to_string(count) + " blocks (" + prefix + "0 .. " + prefix +
+            std::to_string(count - 1) + ")";
+  } else {
+    holds = std::to_string(count) + " " + prefix + "N blocks with gaps (the highest is " + prefix +
+            std::to_string(*held.rbegin()) + ")";
+  }
+  OASR_CHECK(configured == count && consecutive, kCorruptFile, config_file.string(), ": ",
+             config_key, " is ", configured, " but the checkpoint holds ", holds,
+             "; fix the config or use the checkpoint it came with");
 }
 
 }  // namespace oasr::models

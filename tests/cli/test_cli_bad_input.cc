@@ -10,6 +10,7 @@
 
 #include <cmath>
 #include <cstdint>
+#include <filesystem>
 #include <fstream>
 #include <string>
 #include <vector>
@@ -259,6 +260,21 @@ TEST(CliBadInput, AFileNamedLikeAFlagIsNamedWithTheFix) {
                           "./-speech.wav or put it after --"),
             std::string::npos)
       << r.output;
+}
+
+// [W3-S] An absurd block count in the config is refused from the tensors,
+// before any block is built (it ran 60 s and took 3.7 GB at 600000).
+TEST(CliBadInput, AConfigBlockCountTheTensorsDoNotHoldIsRefusedAtOnce) {
+  const TempDir dir;
+  const std::filesystem::path copy = dir.path() / "u2pp";
+  std::filesystem::copy(kModel, copy, std::filesystem::copy_options::recursive);
+  nlohmann::json config;
+  std::ifstream(copy / "oasr_config.json") >> config;
+  config["model"]["encoder"]["num_blocks"] = 600000;
+  std::ofstream(copy / "oasr_config.json") << config.dump();
+  expect_refused({"transcribe", "--ckpt-dir", copy.string(), "/nonexistent/a.wav"},
+                 {"oasr_config.json: model.encoder.num_blocks is 600000 but the checkpoint holds "
+                  "6 blocks (encoder.encoders.0 .. encoder.encoders.5)"});
 }
 
 }  // namespace

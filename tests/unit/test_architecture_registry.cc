@@ -22,6 +22,7 @@
 #include "engine/quantize_recipe.h"
 #include "layers/linear.h"
 #include "models/architecture.h"
+#include "models/load_sequence.h"
 #include "quant/lanes/scaled_mm_lane.h"
 #include "quantize/apply.h"
 #include "support/test_support.h"
@@ -300,6 +301,53 @@ TEST(ArchitectureRegistry, APathNoArchitectureTakesIsRefusedListingEachOne) {
     ADD_FAILURE() << "a layout took an empty directory";
   } catch (const Error& e) {
     EXPECT_NE(std::string(e.what()).find("--from takes native ("), std::string::npos) << e.what();
+  }
+}
+
+// [W3-S] A config whose block count the checkpoint's tensors do not hold is
+// refused before the model is built (an absurd count used to build a module
+// per block: 60 s and 3.7 GB for 600000 U2++ blocks before the strict load).
+TEST(ArchitectureRegistry, AConfiguredBlockCountIsCheckedAgainstTheTensors) {
+  std::map<std::string, Tensor> tensors;
+  for (int i = 0; i < 3; ++i) {
+    tensors["encoder.encoders." + std::to_string(i) + ".ff.weight"] =
+        Tensor::zeros({2}, DType::kF32);
+    tensors["encoder.encoders." + std::to_string(i) + ".ff.bias"] = Tensor::zeros({2}, DType::kF32);
+  }
+  tensors["encoder.encoders_norm.weight"] = Tensor::zeros({2}, DType::kF32);  // not a block
+  const MapTensorSource weights(tensors);
+  const fs::path config = "/ckpt/oasr_config.json";
+  EXPECT_NO_THROW(models::check_block_count(weights, "encoder.encoders.", 3, "num_blocks", config));
+  const auto refusal = [&](const std::string& prefix, int64_t configured) {
+    try {
+      models::check_block_count(weights, prefix, configured, "num_blocks", config);
+    } catch (const Error& e) {
+      EXPECT_EQ(e.code(), ErrorCode::kCorruptFile);
+      return std::string(e.what());
+    }
+    ADD_FAILURE() << configured << " " << prefix << " blocks were accepted";
+    return std::string();
+  };
+  EXPECT_NE(refusal("encoder.encoders.", 600000)
+                .find("/ckpt/oasr_config.json: num_blocks is 600000 but the checkpoint holds 3 "
+                      "blocks (encoder.encoders.0 .. encoder.encoders.2)"),
+            std::string::npos);
+  EXPECT_NE(refusal("encoder.encoders.", 2).find("num_blocks is 2 but the checkpoint holds 3"),
+            std::string::npos);
+  EXPECT_NE(refusal("decoder.decoders.", 1).find("holds no decoder.decoders.N blocks"),
+            std::string::npos);
+  EXPECT_NO_THROW(models::check_block_count(weights, "decoder.decoders.", 0, "num_blocks", config));
+  tensors.erase("encoder.encoders.1.ff.weight");
+  tensors.erase("encoder.encoders.1.ff.bias");
+  const MapTensorSource gappy(tensors);
+  try {
+    models::check_block_count(gappy, "encoder.encoders.", 2, "num_blocks", config);
+    ADD_FAILURE() << "blocks 0 and 2 were taken for 2 consecutive blocks";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("2 encoder.encoders.N blocks with gaps (the highest is "
+                                         "encoder.encoders.2)"),
+              std::string::npos)
+        << e.what();
   }
 }
 

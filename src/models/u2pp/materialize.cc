@@ -1,6 +1,8 @@
 #include "models/u2pp/materialize.h"
 
 #include "core/error.h"
+#include "models/load_sequence.h"
+#include "models/native_dir.h"
 #include "models/u2pp/native_checkpoint.h"
 #include "quantize/apply_links.h"
 
@@ -125,7 +127,26 @@ MaterializedU2pp materialize_u2pp_model(const ModelSource& source,
                                         const quant::QuantizationConfig& quantization,
                                         const MaterializeOptions& options) {
   MaterializedU2pp out;
-  out.model = std::make_unique<U2ppModel>(source.config.model);
+  const U2ppConfig& config = source.config.model;
+  const std::filesystem::path config_file =
+      source.dir / (source.format == CheckpointFormat::kNative ? kNativeConfigName : "train.yaml");
+  const std::string encoder_key = source.format == CheckpointFormat::kNative
+                                      ? "model.encoder.num_blocks"
+                                      : "encoder_conf.num_blocks";
+  const std::string decoder_key =
+      source.format == CheckpointFormat::kNative ? "model.decoder." : "decoder_conf.";
+  check_block_count(*source.weights, "encoder.encoders.", config.encoder.num_blocks, encoder_key,
+                    config_file);
+  if (config.decoder.type == U2ppDecoderType::kBiTransformer) {
+    check_block_count(*source.weights, "decoder.left_decoder.decoders.", config.decoder.num_blocks,
+                      decoder_key + "num_blocks", config_file);
+    check_block_count(*source.weights, "decoder.right_decoder.decoders.",
+                      config.decoder.r_num_blocks, decoder_key + "r_num_blocks", config_file);
+  } else {
+    check_block_count(*source.weights, "decoder.decoders.", config.decoder.num_blocks,
+                      decoder_key + "num_blocks", config_file);
+  }
+  out.model = std::make_unique<U2ppModel>(config);
   out.spec =
       load_model(*out.model, u2pp_quantization_layout(source.config.model),
                  {source.weights.get(), source.quantization, source.dir}, quantization, options);

@@ -1,6 +1,7 @@
 #include "models/whisper/whisper_materialize.h"
 
 #include "core/error.h"
+#include "models/load_sequence.h"
 #include "models/native_dir.h"
 #include "quantize/apply_links.h"
 
@@ -72,6 +73,10 @@ MaterializedWhisper materialize_whisper_model(const WhisperSource& source,
                                               const quant::QuantizationConfig& quantization,
                                               const MaterializeOptions& options) {
   MaterializedWhisper out;
+  check_block_count(*source.weights, "model.encoder.layers.", source.config.encoder_layers,
+                    "encoder_layers", source.dir / "config.json");
+  check_block_count(*source.weights, "model.decoder.layers.", source.config.decoder_layers,
+                    "decoder_layers", source.dir / "config.json");
   out.model = std::make_unique<WhisperModel>(source.config);
   WhisperModel& model = *out.model;
   LoadHooks hooks;
