@@ -6,10 +6,12 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <cctype>
 #include <cerrno>
 #include <cmath>
 #include <cstdio>
 #include <cstring>
+#include <filesystem>
 #include <memory>
 #include <sstream>
 
@@ -166,6 +168,46 @@ void refuse_truncated(SNDFILE* file, const SF_INFO& info, const std::string& lab
   }
 }
 
+// Why libsndfile could not open `label`, in oasr's words: its own texts
+// ("SF_INFO struct incomplete", "No 'data' chunk marker") follow only as
+// the decoder's detail.
+[[noreturn]] void refuse_unopened(const std::string& label) {
+  const int code = sf_error(nullptr);
+  if (code == SF_ERR_UNRECOGNISED_FORMAT) {
+    OASR_THROW(kCorruptFile, label,
+               ": not a readable audio file: no audio format oasr reads was recognised "
+               "(supported are WAV, FLAC, OGG, MP3 and the other formats libsndfile reads)");
+  }
+  const std::string extension = std::filesystem::path(label).extension().string();
+  std::string container = extension.size() > 1 ? "" : "audio";
+  for (size_t i = 1; i < extension.size(); ++i) {
+    container += static_cast<char>(std::toupper(static_cast<unsigned char>(extension[i])));
+  }
+  OASR_THROW(kCorruptFile, label, ": not a readable audio file: its ", container,
+             " structure is damaged or cut short (decoder detail: ", sf_strerror(nullptr),
+             "); re-create the file, or convert it to WAV or FLAC");
+}
+
+// One truncation rule for every container that declares its length (WAV's
+// data size is checked from the header above; FLAC's STREAMINFO; MP3's
+// Xing / LAME / VBRI header): fewer frames decoded than declared means the
+// file was cut short. An MP3 without such a header gets its length
+// estimated from the file size, so MPEG is allowed two frames (2304
+// samples) or 1 % of slack.
+void refuse_short_decode(const SF_INFO& info, size_t decoded, const std::string& label) {
+  if (info.frames <= 0 || info.frames == SF_COUNT_MAX) return;
+  const auto declared = static_cast<double>(info.frames);
+  const bool mpeg = (info.format & SF_FORMAT_TYPEMASK) == SF_FORMAT_MPEG;
+  const double slack = mpeg ? std::max(2304.0, 0.01 * declared) : 0.0;
+  if (static_cast<double>(decoded) + slack >= declared) return;
+  const double rate = static_cast<double>(info.samplerate);
+  OASR_THROW(kCorruptFile, label, ": the file is truncated: its header declares ", info.frames,
+             " frames (", declared / rate, " s) but only ", decoded, " (",
+             static_cast<double>(decoded) / rate,
+             " s) decode; it was cut short (an interrupted copy, download or recording): "
+             "re-create it");
+}
+
 DecodedAudio decode(SNDFILE* raw_file, const SF_INFO& info, uint64_t encoded_bytes,
                     const std::string& label, const AudioLoadOptions& options) {
   SndfileHandle file(raw_file);
@@ -198,6 +240,7 @@ DecodedAudio decode(SNDFILE* raw_file, const SF_INFO& info, uint64_t encoded_byt
   audio.source_format = describe_format(info.format);
   audio.samples =
       read_mono(file.get(), info, max_frames, encoded_bytes, label, options.max_duration_seconds);
+  refuse_short_decode(info, audio.samples.size(), label);
   OASR_CHECK(!audio.samples.empty(), kInvalidArgument, label,
              ": empty audio (the file holds no samples); nothing to recognise");
   audio.sample_rate = info.samplerate;
@@ -257,9 +300,7 @@ DecodedAudio load_audio(const std::filesystem::path& path, const AudioLoadOption
       static_cast<uint64_t>(st.st_size), label);
   SF_INFO info{};
   SNDFILE* file = sf_open_fd(fd, SFM_READ, &info, /*close_desc=*/SF_FALSE);
-  OASR_CHECK(file != nullptr, kCorruptFile, label,
-             ": not a readable audio file (libsndfile: ", sf_strerror(nullptr),
-             "); supported are WAV, FLAC, OGG, MP3 and the other formats libsndfile reads");
+  if (file == nullptr) refuse_unopened(label);
   return decode(file, info, static_cast<uint64_t>(st.st_size), label, options);
 }
 
@@ -299,9 +340,7 @@ DecodedAudio load_audio_from_memory(std::string_view encoded_bytes, const std::s
   SF_VIRTUAL_IO io{memory_length, memory_seek, memory_read, memory_write, memory_tell};
   SF_INFO info{};
   SNDFILE* file = sf_open_virtual(&io, SFM_READ, &info, &cursor);
-  OASR_CHECK(file != nullptr, kCorruptFile, name,
-             ": not a readable audio file (libsndfile: ", sf_strerror(nullptr),
-             "); supported are WAV, FLAC, OGG, MP3 and the other formats libsndfile reads");
+  if (file == nullptr) refuse_unopened(name);
   return decode(file, info, encoded_bytes.size(), name, options);
 }
 

@@ -217,9 +217,55 @@ TEST(AudioFile, TextFileNamedWavIsCorrupt) {
   const auto path = dir.path() / "x.wav";
   write_bytes(path, "this is not audio, just some text that happens to end in .wav\n");
   expect_error([&] { load_audio(path, 16000); }, ErrorCode::kCorruptFile,
-               {path.string(), "not a readable audio file", "libsndfile:"});
+               {path.string(),
+                "not a readable audio file: no audio format oasr reads was "
+                "recognised (supported are WAV, FLAC, OGG, MP3"});
   expect_error([&] { load_audio_from_memory(read_bytes(path), "upload", {}); },
-               ErrorCode::kCorruptFile, {"upload", "libsndfile:"});
+               ErrorCode::kCorruptFile, {"upload: not a readable audio file"});
+}
+
+// [W3-S] One truncation rule for every container: a FLAC, MP3 or Ogg file cut
+// short is refused as truncated or damaged, never transcribed as if whole,
+// and libsndfile's own texts come only as the decoder's detail.
+TEST(AudioFile, AFileCutShortIsRefusedInEveryContainer) {
+  TempDir dir;
+  const std::vector<float> x = int16_exact(tones({{440, 0.3}}, 16000, 32000));  // 2 s
+  struct Case {
+    const char* name;
+    int format;
+    std::vector<std::string> words;
+  };
+  const std::vector<Case> cases = {
+      {"a.flac",
+       SF_FORMAT_FLAC | SF_FORMAT_PCM_16,
+       {"the file is truncated: its header declares 32000 frames (2 s) but only"}},
+      {"a.mp3",
+       SF_FORMAT_MPEG | SF_FORMAT_MPEG_LAYER_III,
+       {"the file is truncated: its header declares 32000 frames (2 s) but only"}},
+      {"a.ogg",
+       SF_FORMAT_OGG | SF_FORMAT_VORBIS,
+       {"not a readable audio file: its OGG structure is damaged or cut short (decoder detail: ",
+        "re-create the file, or convert it to WAV or FLAC"}},
+  };
+  for (const Case& c : cases) {
+    if (!testing::can_write_format(c.format, 1, 16000)) continue;  // MP3 needs LAME
+    const auto path = dir.path() / c.name;
+    ASSERT_TRUE(write_audio_file(path, c.format, 1, 16000, x));
+    ASSERT_EQ(load_audio(path, 0).samples.size(), x.size()) << c.name;  // whole: accepted
+    const std::string bytes = read_bytes(path);
+    const auto cut = dir.path() / (std::string("cut_") + c.name);
+    write_bytes(cut, bytes.substr(0, bytes.size() * 6 / 10));
+    std::vector<std::string> words = c.words;
+    words.push_back(cut.string());
+    expect_error([&] { load_audio(cut, 0); }, ErrorCode::kCorruptFile, words);
+    std::vector<std::string> memory_words = c.words;
+    memory_words.push_back("upload");
+    if (std::string(c.name) != "a.ogg") {
+      expect_error(
+          [&] { load_audio_from_memory(bytes.substr(0, bytes.size() * 6 / 10), "upload", {}); },
+          ErrorCode::kCorruptFile, memory_words);
+    }
+  }
 }
 
 TEST(AudioFile, ZeroFrameFileIsEmptyAudio) {
