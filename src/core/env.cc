@@ -74,4 +74,10 @@ bool cuda_graphs_enabled() {
   return get_bool("OASR_CUDA_GRAPHS", true);
 }
 
+void check_switches() {
+  quant_fusion_enabled();
+  fused_attention_enabled();
+  cuda_graphs_enabled();
+}
+
 }  // namespace oasr::env

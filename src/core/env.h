@@ -45,4 +45,9 @@ bool fused_attention_enabled();
 // every call eagerly, for A/B timing; the bits are the same either way.
 bool cuda_graphs_enabled();
 
+// Reads every boolean switch above once, refusing a malformed value by its
+// variable's name. A front end calls it at start-up (ASREngine does), so a
+// typo is reported then, not as the first utterance's failure.
+void check_switches();
+
 }  // namespace oasr::env

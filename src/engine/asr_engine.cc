@@ -3,6 +3,7 @@
 #include <cmath>
 
 #include "audio/audio_file.h"
+#include "core/env.h"
 #include "core/logging.h"
 #include "layers/quantizable.h"
 #include "ops/cpu_threads.h"
@@ -16,6 +17,7 @@ std::vector<Waveform> views_of(const std::vector<std::vector<float>>& utterances
 }  // namespace
 
 ASREngine::ASREngine(const EngineConfig& config) : config_(config) {
+  env::check_switches();  // a malformed switch is the start-up's error, not an utterance's
   // An architecture without a CUDA path is refused by name before the
   // device checks, so the message says what is missing even where no GPU is
   // present; the config's own checks precede the refusal of a path no

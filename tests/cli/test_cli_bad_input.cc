@@ -277,5 +277,19 @@ TEST(CliBadInput, AConfigBlockCountTheTensorsDoNotHoldIsRefusedAtOnce) {
                   "6 blocks (encoder.encoders.0 .. encoder.encoders.5)"});
 }
 
+// [W3-S] A malformed switch is the start-up's error, not the first audio
+// file's: no audio path in front of it.
+TEST(CliBadInput, AMalformedSwitchIsRefusedAtStartUpWithoutAnAudioPath) {
+  for (const std::string variable :
+       {"OASR_CUDA_GRAPHS", "OASR_FUSED_ATTENTION", "OASR_QUANT_FUSION"}) {
+    const CommandResult r =
+        run_command(variable + "=maybe " + shell_quote(OASR_CLI_BINARY) +
+                    " transcribe --ckpt-dir " + shell_quote(kModel) + " /nonexistent/a.wav 2>&1");
+    EXPECT_EQ(r.exit_code, 1) << r.output;
+    EXPECT_EQ(r.output, "oasr: error: environment variable " + variable +
+                            "='maybe' is not a boolean; use 1/0, true/false, yes/no or on/off\n");
+  }
+}
+
 }  // namespace
 }  // namespace oasr::testing

@@ -227,7 +227,12 @@ const ScaledMMLane& choose_lane(QDType format, Device device, std::string_view b
 std::string scaled_mm_backend_from_env() {
   std::vector<std::string> choices = {"auto"};
   for (std::string_view name : kGpuBackendNames) choices.emplace_back(name);
-  for (const ScaledMMLane& lane : lane_registry()) choices.push_back(lane.name);
+  for (const ScaledMMLane& lane : lane_registry()) {
+    // A GPU lane this build has is already listed under its name above.
+    if (std::find(choices.begin(), choices.end(), lane.name) == choices.end()) {
+      choices.push_back(lane.name);
+    }
+  }
   return env::get_choice("OASR_SCALED_MM_BACKEND", choices, "auto");
 }
 
