@@ -161,6 +161,11 @@ void run_calibration_pass(const CalibrationRun& run, std::shared_ptr<const Tenso
   }
   for (const io::ManifestEntry& entry : run.selection.entries) {
     throw_if_cancelled();
+    // Every failure names the utterance: its id, the manifest and line, and
+    // the audio file (a load error's own message starts with it).
+    const std::string where = "calibration utterance '" + entry.id + "' (" +
+                              run.request.calib_manifest.string() + " line " +
+                              std::to_string(entry.line) + "): ";
     audio::DecodedAudio decoded;
     try {
       decoded = audio::load_audio(entry.audio, load);
@@ -173,11 +178,16 @@ void run_calibration_pass(const CalibrationRun& run, std::shared_ptr<const Tenso
                     "(tools/data/resample_manifest.py MANIFEST OUT_DIR --rate " +
                     std::to_string(engine.sample_rate()) + " writes a converted copy)"
               : std::string();
-      throw Error(e.code(), "calibration utterance '" + entry.id + "' (" +
-                                run.request.calib_manifest.string() + " line " +
-                                std::to_string(entry.line) + "): " + e.what() + hint);
+      throw Error(e.code(), where + e.what() + hint);
     }
-    engine.transcribe({decoded.samples});
+    // transcribe_each starts a failure's message with the file's path.
+    const std::vector<UtteranceResult> result =
+        engine.transcribe_each({decoded.samples}, {entry.audio.string()});
+    if (result.front().error) {
+      const Error& e = *result.front().error;
+      if (e.code() == ErrorCode::kCancelled) throw e;
+      throw Error(e.code(), where + e.what());
+    }
     progress->advance();
   }
   progress->finish();

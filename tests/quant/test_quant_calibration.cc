@@ -420,6 +420,27 @@ TEST_F(CalibratedRecipe, RefusesBadFlagsAndBadAudioLeavingNothingBehind) {
   EXPECT_TRUE(refused_with(
       quantize({"--recipe", "smoothquant_w8a8", "--calib-manifest", unreadable.string()}),
       {"zz_text"}));
+  // [W3-S] A failure inside the model's pass (here: 50 samples, shorter than
+  // one analysis window) names the utterance, its manifest line and its file.
+  const fs::path tiny = scratch_->path() / "tiny.wav";
+  {
+    std::ofstream out(tiny, std::ios::binary);
+    const auto u32 = [&](uint32_t v) { out.write(reinterpret_cast<const char*>(&v), 4); };
+    const auto u16 = [&](uint16_t v) { out.write(reinterpret_cast<const char*>(&v), 2); };
+    out.write("RIFF", 4);
+    u32(36 + 100);
+    out.write("WAVEfmt ", 8);
+    u32(16), u16(1), u16(1), u32(16000), u32(32000), u16(2), u16(16);
+    out.write("data", 4);
+    u32(100);
+    for (int i = 0; i < 50; ++i) u16(100);
+  }
+  const fs::path short_audio = write_manifest(
+      scratch_->path() / "short", {json{{"id", "zz_tiny"}, {"audio", tiny.string()}}.dump()});
+  EXPECT_TRUE(refused_with(
+      quantize({"--recipe", "smoothquant_w8a8", "--calib-manifest", short_audio.string()}),
+      {"calibration utterance 'zz_tiny' (" + short_audio.string() + " line 6): " + tiny.string() +
+       ": audio of 50 samples"}));
   EXPECT_FALSE(fs::exists(dst));
   EXPECT_TRUE(siblings_named_like(dst).empty());
 }
