@@ -9,6 +9,7 @@
 
 #include <cstdint>
 #include <functional>
+#include <limits>
 #include <memory>
 #include <span>
 #include <string>
@@ -71,6 +72,14 @@ class Recognizer {
 
   // The rate transcribe() and sessions expect.
   virtual int sample_rate() const = 0;
+  // The longest utterance transcribe() takes at once, and why (a model with
+  // a fixed positional table); unbounded by default. ASREngine refuses
+  // longer audio up front with it, and oasr-server caps --max-audio-seconds.
+  struct AudioLimit {
+    double seconds = std::numeric_limits<double>::infinity();
+    std::string why;
+  };
+  virtual AudioLimit audio_limit() const { return {}; }
   // The decode settings `overrides` asks for over the checkpoint's and the
   // architecture's defaults, validated; a method or knob this architecture
   // (or the chosen method) does not read is refused by name.

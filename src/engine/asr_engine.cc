@@ -70,6 +70,16 @@ void ASREngine::check_length(size_t samples, const std::string& label) const {
              static_cast<double>(samples) / sample_rate(), " s at ", sample_rate(),
              " Hz) is shorter than one ", kMinUtteranceSeconds * 1000,
              " ms analysis window; nothing to recognise");
+  const Recognizer::AudioLimit limit = recognizer_->audio_limit();
+  const double seconds = static_cast<double>(samples) / sample_rate();
+  OASR_CHECK(seconds <= limit.seconds, kInvalidArgument, label, ": ", seconds,
+             " s of audio is over the ", limit.seconds, " s this ", architecture_->display_name,
+             " model takes at once (", limit.why, "); split it into pieces of at most ",
+             limit.seconds, " s");
+}
+
+Recognizer::AudioLimit ASREngine::audio_limit() const {
+  return recognizer_->audio_limit();
 }
 
 std::vector<float> ASREngine::load_utterance(const std::filesystem::path& path) const {

@@ -57,6 +57,8 @@ class ASREngine {
   const DecodeOptions& decode_options() const { return decode_; }
   // config.decode overlaid with `overrides`, resolved and validated.
   DecodeOptions resolve_decode(const DecodeOverrides& overrides) const;
+  // The longest utterance transcribe() takes (Recognizer::audio_limit).
+  Recognizer::AudioLimit audio_limit() const;
   // The rate transcribe() expects: the checkpoint's fbank rate, 16000 for Whisper.
   int sample_rate() const { return recognizer_->sample_rate(); }
 

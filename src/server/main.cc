@@ -8,6 +8,7 @@
 #include <cstdlib>
 #include <filesystem>
 #include <iostream>
+#include <sstream>
 #include <string>
 
 #include "cli/engine_options.h"
@@ -73,6 +74,21 @@ void run(const oasr::cli::EngineFlags& engine_flags, const ServerFlags& flags) {
   if (options.model_name.empty()) options.model_name = "oasr";
   options.max_upload_bytes = static_cast<size_t>(flags.max_upload_mb * (1 << 20));
   options.max_audio_seconds = flags.max_audio_seconds;
+  // The limit is the loaded model's where it takes less: an upload it cannot
+  // take then gets 422 with the limit, not a 400 from deep in the decoder.
+  const engine::Recognizer::AudioLimit model_limit = engine.audio_limit();
+  if (model_limit.seconds < options.max_audio_seconds) {
+    log::info(
+        "--max-audio-seconds {} is over what this {} model takes at once: {} s ({}); "
+        "audio is limited to {} s",
+        flags.max_audio_seconds, engine.architecture().display_name, model_limit.seconds,
+        model_limit.why, model_limit.seconds);
+    options.max_audio_seconds = model_limit.seconds;
+    std::ostringstream note;
+    note << "the " << engine.architecture().display_name << " model takes at most "
+         << model_limit.seconds << " s at once (" << model_limit.why << ")";
+    options.audio_limit_note = note.str();
+  }
   options.request_timeout = std::chrono::seconds(flags.request_timeout_s);
   options.api_key = flags.api_key;
   options.max_batch = config.max_batch_size;

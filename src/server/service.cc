@@ -6,6 +6,7 @@
 #include <algorithm>
 #include <map>
 #include <set>
+#include <sstream>
 
 #include "audio/audio_file.h"
 #include "core/error.h"
@@ -373,9 +374,12 @@ void TranscriptionService::transcribe(const Request& request, Reply reply) {
   }
   const double duration = audio.duration_seconds();
   if (duration > options_.max_audio_seconds) {
+    std::ostringstream message;
+    message << label << ": " << duration << " s of audio is over --max-audio-seconds ("
+            << options_.max_audio_seconds << ")";
+    if (!options_.audio_limit_note.empty()) message << "; " << options_.audio_limit_note;
     fail({http::status::unprocessable_entity, "invalid_request_error", "audio_too_long",
-          label + ": " + std::to_string(duration) + " s of audio is over --max-audio-seconds (" +
-              std::to_string(options_.max_audio_seconds) + ")"});
+          message.str()});
     return;
   }
   BatchJob job;

@@ -32,6 +32,9 @@ struct ServiceOptions {
   std::string model_name;  // what GET /v1/models lists and `model` must name
   size_t max_upload_bytes = 25u << 20;
   double max_audio_seconds = 600.0;
+  // Why max_audio_seconds is below the flag's value, where the loaded model
+  // takes less ("the U2++ model takes at most 200 s at once: ..."); "" else.
+  std::string audio_limit_note;
   std::chrono::seconds request_timeout{120};
   std::string api_key;  // empty: no authentication
   int64_t max_batch = 16;

@@ -156,8 +156,9 @@ TEST(CliTranscribeInput, ABadFileIsNamedAndTheOthersAreStillTranscribed) {
   EXPECT_NE(lines[1].find("\"text\""), std::string::npos) << lines[1];
 }
 
-// A file that fails inside its batch (longer than U2++'s 5000-row
-// positional table) is named; its batch neighbours are still transcribed.
+// A file the model cannot take (longer than U2++'s 5000-row positional
+// table: refused up front since [W3-S], it used to fail inside its batch) is
+// named; its batch neighbours are still transcribed.
 TEST(CliTranscribeInput, AFailureInsideTheBatchIsNamedAndTheBatchIsKept) {
   const TempDir dir;
   const std::string good = (dir.path() / "tone.wav").string();
@@ -174,9 +175,12 @@ TEST(CliTranscribeInput, AFailureInsideTheBatchIsNamedAndTheBatchIsKept) {
   EXPECT_EQ(r.out, alone.out + alone.out);
   const std::vector<std::string> errors = split_lines(r.err);
   ASSERT_EQ(errors.size(), 2u) << r.err;
-  EXPECT_EQ(errors[0].rfind("oasr: error: " + long_file + ": positional encoding", 0), 0u)
+  EXPECT_EQ(errors[0].rfind("oasr: error: " + long_file +
+                                ": 201 s of audio is over the 200 s this U2++ model takes at once",
+                            0),
+            0u)
       << errors[0];
-  EXPECT_NE(errors[0].find("split the audio into shorter utterances"), std::string::npos)
+  EXPECT_NE(errors[0].find("split it into pieces of at most 200 s"), std::string::npos)
       << errors[0];
   EXPECT_NE(errors[1].find("1 of 3 file(s) could not be transcribed"), std::string::npos)
       << errors[1];
@@ -192,7 +196,10 @@ TEST(CliTranscribeInput, AFailureInsideTheBatchIsNamedAndTheBatchIsKept) {
   EXPECT_NE(e.out.find("utterances 1"), std::string::npos) << e.out;
   const std::vector<std::string> eval_errors = split_lines(e.err);
   ASSERT_EQ(eval_errors.size(), 2u) << e.err;
-  EXPECT_EQ(eval_errors[0].rfind("oasr: error: " + manifest + " line 2 (id b): positional", 0), 0u)
+  EXPECT_EQ(eval_errors[0].rfind("oasr: error: " + manifest + " line 2 (id b): " + long_file +
+                                     ": 201 s of audio is over the 200 s",
+                                 0),
+            0u)
       << eval_errors[0];
   EXPECT_NE(eval_errors[1].find("1 of 2 utterance(s) could not be decoded"), std::string::npos)
       << eval_errors[1];
@@ -289,6 +296,31 @@ TEST(CliBadInput, AMalformedSwitchIsRefusedAtStartUpWithoutAnAudioPath) {
     EXPECT_EQ(r.output, "oasr: error: environment variable " + variable +
                             "='maybe' is not a boolean; use 1/0, true/false, yes/no or on/off\n");
   }
+}
+
+// [W3-S] Audio longer than U2++'s positional table reaches is refused up
+// front with the model's limit and why, before any decoding.
+TEST(CliBadInput, AudioOverTheModelsLimitIsRefusedWithTheLimit) {
+  const TempDir dir;
+  const std::filesystem::path wav = dir.path() / "long.wav";
+  {
+    std::ofstream out(wav, std::ios::binary);
+    const auto u32 = [&](uint32_t v) { out.write(reinterpret_cast<const char*>(&v), 4); };
+    const auto u16 = [&](uint16_t v) { out.write(reinterpret_cast<const char*>(&v), 2); };
+    const uint32_t bytes = 8000 * 2 * 205;  // 205 s of silence at 8 kHz
+    out.write("RIFF", 4);
+    u32(36 + bytes);
+    out.write("WAVEfmt ", 8);
+    u32(16), u16(1), u16(1), u32(8000), u32(16000), u16(2), u16(16);
+    out.write("data", 4);
+    u32(bytes);
+    const std::string zeros(bytes, '\0');
+    out.write(zeros.data(), static_cast<std::streamsize>(zeros.size()));
+  }
+  expect_refused({"transcribe", "--ckpt-dir", kModel, wav.string()},
+                 {wav.string() + ": 205 s of audio is over the 200 s this U2++ model takes at once "
+                                 "(its positional table holds 5000 encoder frames of 4 x 10 ms",
+                  "split it into pieces of at most 200 s"});
 }
 
 }  // namespace

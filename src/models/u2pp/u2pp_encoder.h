@@ -164,6 +164,8 @@ class ConformerEncoder : public Module {
   // What the CUDA graphs of forward() did so far (benchmarks, tests).
   DeviceGraphCache::Stats graph_stats() const { return graphs_->stats(); }
   SubsamplingGeometry subsampling() const { return embed_->geometry(); }
+  // Rows of the positional table the offline forward indexes by absolute frame.
+  int64_t position_rows() const { return embed_->positions().max_len(); }
   int64_t output_size() const { return config_.output_size; }
   // The served dtype and device of the parameters (and so of the outputs).
   DType dtype() const;

@@ -193,6 +193,19 @@ int U2ppRecognizer::sample_rate() const {
   return static_cast<int>(source_.config.fbank.sample_rate);
 }
 
+Recognizer::AudioLimit U2ppRecognizer::audio_limit() const {
+  // Offline, every encoder frame has an absolute position in WeNet's table.
+  const int64_t rows = model_->encoder().position_rows();
+  const int64_t rate = model_->encoder().subsampling().rate;
+  const double shift_ms = source_.config.fbank.frame_shift_ms;
+  AudioLimit limit;
+  limit.seconds = static_cast<double>(rows) * static_cast<double>(rate) * shift_ms / 1000.0;
+  limit.why = "its positional table holds " + std::to_string(rows) + " encoder frames of " +
+              std::to_string(rate) + " x " + std::to_string(static_cast<int>(shift_ms)) +
+              " ms, WeNet's max_len";
+  return limit;
+}
+
 DecodeOptions U2ppRecognizer::resolve_decode(const DecodeOverrides& o) const {
   const U2ppDecode d = resolve_knobs(o);
   OASR_CHECK(d.method != kRescoring || d.reverse_weight == 0.0 || model_->has_right_decoder(),

@@ -52,6 +52,7 @@ class U2ppRecognizer final : public Recognizer {
       "ctc_greedy_search, ctc_prefix_beam_search or attention_rescoring";
 
   int sample_rate() const override;
+  AudioLimit audio_limit() const override;
   DecodeOptions resolve_decode(const DecodeOverrides& overrides) const override;
   std::vector<Transcript> transcribe(std::span<const Waveform> utterances,
                                      const DecodeOptions& options,
