@@ -78,16 +78,35 @@ T required(const nlohmann::json& object, const char* key, const std::string& wha
 }
 
 TensorQuant tensor_quant_from_json(const nlohmann::json& j, const std::string& what) {
+  OASR_CHECK(j.is_object(), kCorruptFile, what, " must be an object, got ", j.dump());
+  // A key this reader does not know (a group size, a zero point) changes what
+  // the tensor holds; serving it as if absent would be silently wrong.
+  for (const auto& [key, value] : j.items()) {
+    OASR_CHECK(key == "dtype" || key == "granularity" || key == "symmetric" || key == "dynamic" ||
+                   key == "micro_scaled" || key == "block_shape",
+               kCorruptFile, what, ": unknown key '", key,
+               "' (known: dtype, granularity, symmetric, dynamic, micro_scaled, block_shape); the "
+               "checkpoint was written by another tool or a newer oasr");
+  }
+  const auto flag = [&](const char* key, bool fallback) {
+    if (!j.contains(key)) return fallback;
+    OASR_CHECK(j.at(key).is_boolean(), kCorruptFile, what, ": '", key,
+               "' must be true or false, got ", j.at(key).dump());
+    return j.at(key).get<bool>();
+  };
   TensorQuant q;
   q.dtype = parse_qdtype(required<std::string>(j, "dtype", what), what);
   q.granularity = parse_granularity(required<std::string>(j, "granularity", what), what);
-  q.symmetric = j.value("symmetric", true);
-  q.dynamic = j.value("dynamic", false);
-  q.micro_scaled = j.value("micro_scaled", false);
+  q.symmetric = flag("symmetric", true);
+  q.dynamic = flag("dynamic", false);
+  q.micro_scaled = flag("micro_scaled", false);
   if (j.contains("block_shape")) {
     const auto& block = j.at("block_shape");
-    OASR_CHECK(block.is_array() && block.size() == 2, kCorruptFile, what,
-               ": block_shape must be [block_n, block_k], got ", block.dump());
+    OASR_CHECK(block.is_array() && block.size() == 2 && block[0].is_number_integer() &&
+                   block[1].is_number_integer() && block[0].get<int64_t>() > 0 &&
+                   block[1].get<int64_t>() > 0,
+               kCorruptFile, what,
+               ": block_shape must be [block_n, block_k] of positive integers, got ", block.dump());
     q.block_n = block[0].get<int64_t>();
     q.block_k = block[1].get<int64_t>();
   }
@@ -271,6 +290,11 @@ QuantScheme scheme_from_json(const std::string& name, const nlohmann::json& valu
                              const std::string& what) {
   const std::string where = what + " scheme '" + name + "'";
   OASR_CHECK(value.is_object(), kCorruptFile, where, " must be an object, got ", value.dump());
+  for (const auto& [key, item] : value.items()) {
+    OASR_CHECK(key == "weight" || key == "input", kCorruptFile, where, ": unknown key '", key,
+               "' (known: weight, input); the checkpoint was written by another tool or a newer "
+               "oasr");
+  }
   QuantScheme scheme;
   scheme.name = name;
   OASR_CHECK(value.contains("weight"), kCorruptFile, where, ": missing 'weight'");
@@ -318,8 +342,24 @@ QuantizationSpec QuantizationSpec::from_json(const nlohmann::json& value, const 
   if (value.contains("schemes")) {
     const auto& schemes = value.at("schemes");
     OASR_CHECK(schemes.is_object(), kCorruptFile, where, ": 'schemes' must be an object");
+    const std::vector<std::string> presets = scheme_preset_names();
     for (const auto& [name, item] : schemes.items()) {
-      spec.schemes.push_back(scheme_from_json(name, item, where));
+      QuantScheme scheme = scheme_from_json(name, item, where);
+      // A scheme is served by its preset's method: a name this oasr does not
+      // know, or known fields under a known name changed, would be served as
+      // something the checkpoint does not say.
+      std::string known;
+      for (const std::string& preset : presets) known += (known.empty() ? "" : ", ") + preset;
+      OASR_CHECK(std::find(presets.begin(), presets.end(), name) != presets.end(), kUnsupported,
+                 where, ": scheme '", name, "' is no scheme this oasr knows (", known,
+                 "); the checkpoint was written by another tool or edited: re-quantize the "
+                 "full-precision model with `oasr quantize`");
+      const QuantScheme& preset = scheme_preset(name);
+      OASR_CHECK(scheme.weight == preset.weight && scheme.input == preset.input, kCorruptFile,
+                 where, ": scheme '", name, "' declares ", scheme_to_json(scheme).dump(),
+                 ", which is not the ", name, " preset (", scheme_to_json(preset).dump(),
+                 "); the checkpoint was edited: re-quantize it with `oasr quantize`");
+      spec.schemes.push_back(std::move(scheme));
     }
   }
   if (value.contains("layers")) {

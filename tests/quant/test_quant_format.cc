@@ -196,6 +196,34 @@ TEST(QuantSpec, JsonRoundTripKeepsLayersSchemesAndProvenance) {
   bad = nlohmann::json::parse(j.dump());
   bad["layers"]["encoder.embed.conv.2"]["kind"] = "conv3d";
   expect_refused([&] { QuantizationSpec::from_json(bad, "cfg.json"); }, {"conv3d"});
+  // [W3-S] A scheme name this oasr does not know, or a known name whose
+  // fields were changed, is refused: it used to be served by its fields
+  // (int8 kernels for a scheme named w4a16_awq).
+  bad = nlohmann::json::parse(j.dump());
+  bad["schemes"]["w4a16_awq"] = bad["schemes"]["int8_w8a8"];
+  bad["schemes"].erase("int8_w8a8");
+  bad["layers"]["encoder.encoders.0.feed_forward.w_1"]["scheme"] = "w4a16_awq";
+  bad["layers"]["encoder.encoders.0.conv_module.pointwise_conv2"]["scheme"] = "w4a16_awq";
+  expect_refused([&] { QuantizationSpec::from_json(bad, "cfg.json"); },
+                 {"cfg.json \"quantization\": scheme 'w4a16_awq' is no scheme this oasr knows (",
+                  "int8_w8a8, ", "re-quantize"});
+  bad = nlohmann::json::parse(j.dump());
+  bad["schemes"]["int8_w8a8"]["weight"]["symmetric"] = false;
+  expect_refused([&] { QuantizationSpec::from_json(bad, "cfg.json"); },
+                 {"scheme 'int8_w8a8' declares", "which is not the int8_w8a8 preset",
+                  "the checkpoint was edited"});
+  bad = nlohmann::json::parse(j.dump());
+  bad["schemes"]["int8_w8a8"]["weight"]["group_size"] = 128;
+  expect_refused([&] { QuantizationSpec::from_json(bad, "cfg.json"); },
+                 {"scheme 'int8_w8a8' weight: unknown key 'group_size'"});
+  bad = nlohmann::json::parse(j.dump());
+  bad["schemes"]["int8_w8a8"]["weight"]["symmetric"] = "yes";
+  expect_refused([&] { QuantizationSpec::from_json(bad, "cfg.json"); },
+                 {"'symmetric' must be true or false, got \"yes\""});
+  bad = nlohmann::json::parse(j.dump());
+  bad["schemes"]["int8_w8a8"]["zero_point"] = true;
+  expect_refused([&] { QuantizationSpec::from_json(bad, "cfg.json"); },
+                 {"scheme 'int8_w8a8': unknown key 'zero_point'"});
   bad = nlohmann::json::parse(j.dump());
   bad["recipe_hash"] = "x";
   expect_refused([&] { QuantizationSpec::from_json(bad, "cfg.json"); },
