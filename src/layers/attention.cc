@@ -1,5 +1,6 @@
 #include "layers/attention.h"
 
+#include <algorithm>
 #include <cstring>
 #include <map>
 
@@ -19,6 +20,56 @@ namespace {
 
 bool host_float(const Tensor& x) {
   return x.device().is_cpu() && x.dtype() == DType::kF32;
+}
+
+// Score matrices of at least this many entries per (batch row, head) are
+// made in slices on the host (see MultiHeadAttention::context and
+// relative_context below).
+constexpr int64_t kSliceScores = int64_t{1} << 16;
+// Queries per slice of the relative-position attention: its working set is
+// a few [kQueryBlock, Tk] float32 matrices (8 MB each at Tk = 4000).
+constexpr int64_t kQueryBlock = 512;
+
+// The unfused relative-position attention on the host, one (batch row, head,
+// block of queries) at a time: probs(scale * (q_u k^T + q_v p^T)) v into
+// [B, H, Tq, d]. The batched form holds B * H * Tq * Tk floats several times
+// over (four 400 MB tensors per layer for 200 s of U2++ audio); a slice
+// holds kQueryBlock * Tk. Each slice's products, sum, scaling and softmax
+// are what the batched ops compute for its rows -- ops::matmul runs one GEMM
+// per batch entry and a GEMM row's fma chain does not depend on the other
+// rows; the sum and scaling are elementwise and the softmax is per row -- so
+// the bits agree. `mask`: undefined or uint8 [B or 1, 1, Tq or 1, Tk].
+Tensor relative_context(const Tensor& q_u, const Tensor& q_v, const Tensor& k_heads,
+                        const Tensor& v_heads, const Tensor& p_heads, const Tensor& mask,
+                        float score_scale) {
+  const int64_t batch = q_u.size(0), heads = q_u.size(1), tq = q_u.size(2);
+  Tensor out = Tensor::empty({batch, heads, tq, v_heads.size(3)}, DType::kF32);
+  for (int64_t b = 0; b < batch; ++b) {
+    Tensor row_mask;
+    if (mask.defined()) row_mask = mask.size(0) == 1 ? mask : mask.narrow(0, b, 1);
+    for (int64_t h = 0; h < heads; ++h) {
+      const Tensor k_slice = k_heads.narrow(0, b, 1).narrow(1, h, 1);
+      const Tensor v_slice = v_heads.narrow(0, b, 1).narrow(1, h, 1);
+      const Tensor p_slice = p_heads.narrow(1, h, 1);
+      for (int64_t r0 = 0; r0 < tq; r0 += kQueryBlock) {
+        const int64_t rows = std::min(kQueryBlock, tq - r0);
+        const Tensor content = ops::matmul(q_u.narrow(0, b, 1).narrow(1, h, 1).narrow(2, r0, rows),
+                                           k_slice, /*transpose_b=*/true);
+        const Tensor position =
+            ops::matmul(q_v.narrow(0, b, 1).narrow(1, h, 1).narrow(2, r0, rows), p_slice, true);
+        const Tensor scores = ops::scale(ops::add(content, position), score_scale);
+        Tensor probs;
+        if (row_mask.defined()) {
+          const Tensor m = row_mask.size(2) == 1 ? row_mask : row_mask.narrow(2, r0, rows);
+          probs = ops::masked_softmax(scores, m);
+        } else {
+          probs = ops::softmax(scores);
+        }
+        out.narrow(0, b, 1).narrow(1, h, 1).narrow(2, r0, rows).copy_(ops::matmul(probs, v_slice));
+      }
+    }
+  }
+  return out;
 }
 
 // [B, T, H * d] -> contiguous [B, H, T, d]. On the host in float32 whole
@@ -166,7 +217,6 @@ Tensor MultiHeadAttention::context_from_scores(const Tensor& scores, const Tenso
 // batch entry; scaling is elementwise, softmax per row), so the bits agree.
 Tensor MultiHeadAttention::context(const Tensor& q, const Tensor& k, const Tensor& v,
                                    const Tensor& mask) const {
-  constexpr int64_t kSliceScores = 1 << 16;
   const int64_t slices = q.size(0) * q.size(1);
   const int64_t tq = q.size(2), tk = k.size(2), d = q.size(3);
   if (mask.defined() || slices == 1 || tq * tk < kSliceScores || !host_float(q)) {
@@ -426,6 +476,12 @@ RelPositionMultiHeadAttention::Output RelPositionMultiHeadAttention::forward(
   const Tensor k_heads = k.transpose(1, 2).contiguous();  // [B, H, Tk, d]
   const Tensor v_heads = v.transpose(1, 2).contiguous();
   Tensor p_heads = p.transpose(1, 2).contiguous();  // [1, H, Tk, d]
+  const bool slice_mask = !mask.defined() || (mask.dim() == 4 && mask.size(1) == 1);
+  if (host_float(q_u) && slice_mask && q_u.size(2) * keys >= kSliceScores) {
+    output.out = out_->forward(
+        merge_heads(relative_context(q_u, q_v, k_heads, v_heads, p_heads, mask, score_scale_)));
+    return output;
+  }
   if (batch > 1) {
     p_heads = ops::concat(std::vector<Tensor>(static_cast<size_t>(batch), p_heads), 0);
   }
