@@ -188,28 +188,46 @@ void refuse_truncated(SNDFILE* file, const SF_INFO& info, const std::string& lab
              "); re-create the file, or convert it to WAV or FLAC");
 }
 
-// One truncation rule for every container that declares its length (WAV's
-// data size is checked from the header above; FLAC's STREAMINFO; MP3's
-// Xing / LAME / VBRI header): fewer frames decoded than declared means the
-// file was cut short. An MP3 without such a header gets its length
-// estimated from the file size, so MPEG is allowed two frames (2304
-// samples) or 1 % of slack.
-void refuse_short_decode(const SF_INFO& info, size_t decoded, const std::string& label) {
+// Whether an MPEG audio file carries a Xing / Info / VBRI header (written by
+// LAME and most encoders), whose frame count is exact; without one,
+// libsndfile's length is an estimate from the file size. The header sits in
+// the first frame, after an optional ID3v2 tag.
+bool mpeg_declares_length(const detail::ReadAt& read_at) {
+  uint64_t offset = 0;
+  unsigned char id3[10] = {};
+  if (read_at(0, id3, sizeof(id3)) == sizeof(id3) && std::memcmp(id3, "ID3", 3) == 0) {
+    const uint64_t size = (uint64_t{id3[6]} & 0x7f) << 21 | (uint64_t{id3[7]} & 0x7f) << 14 |
+                          (uint64_t{id3[8]} & 0x7f) << 7 | (uint64_t{id3[9]} & 0x7f);
+    offset = 10 + size + ((id3[5] & 0x10) != 0 ? 10 : 0);  // a footer flag adds 10 bytes
+  }
+  std::string first(4096, '\0');
+  first.resize(read_at(offset, first.data(), first.size()));
+  return first.find("Xing") != std::string::npos || first.find("Info") != std::string::npos ||
+         first.find("VBRI") != std::string::npos;
+}
+
+// One truncation rule for the containers whose header states the exact
+// length (WAV's data size is checked from the header above): FLAC's
+// STREAMINFO and an MP3's Xing / Info / VBRI header. Fewer frames decoded
+// than declared means the file was cut short. Other containers' lengths are
+// not trusted here (an Ogg cut short fails to open instead).
+void refuse_short_decode(const SF_INFO& info, size_t decoded, bool mpeg_length_declared,
+                         const std::string& label) {
   if (info.frames <= 0 || info.frames == SF_COUNT_MAX) return;
-  const auto declared = static_cast<double>(info.frames);
-  const bool mpeg = (info.format & SF_FORMAT_TYPEMASK) == SF_FORMAT_MPEG;
-  const double slack = mpeg ? std::max(2304.0, 0.01 * declared) : 0.0;
-  if (static_cast<double>(decoded) + slack >= declared) return;
+  const int major = info.format & SF_FORMAT_TYPEMASK;
+  const bool exact = major == SF_FORMAT_FLAC || (major == SF_FORMAT_MPEG && mpeg_length_declared);
+  if (!exact || static_cast<sf_count_t>(decoded) >= info.frames) return;
   const double rate = static_cast<double>(info.samplerate);
   OASR_THROW(kCorruptFile, label, ": the file is truncated: its header declares ", info.frames,
-             " frames (", declared / rate, " s) but only ", decoded, " (",
+             " frames (", static_cast<double>(info.frames) / rate, " s) but only ", decoded, " (",
              static_cast<double>(decoded) / rate,
              " s) decode; it was cut short (an interrupted copy, download or recording): "
              "re-create it");
 }
 
 DecodedAudio decode(SNDFILE* raw_file, const SF_INFO& info, uint64_t encoded_bytes,
-                    const std::string& label, const AudioLoadOptions& options) {
+                    const detail::ReadAt& read_at, const std::string& label,
+                    const AudioLoadOptions& options) {
   SndfileHandle file(raw_file);
   refuse_truncated(file.get(), info, label);
   OASR_CHECK(info.channels > 0, kCorruptFile, label, ": the header declares ", info.channels,
@@ -240,7 +258,9 @@ DecodedAudio decode(SNDFILE* raw_file, const SF_INFO& info, uint64_t encoded_byt
   audio.source_format = describe_format(info.format);
   audio.samples =
       read_mono(file.get(), info, max_frames, encoded_bytes, label, options.max_duration_seconds);
-  refuse_short_decode(info, audio.samples.size(), label);
+  refuse_short_decode(
+      info, audio.samples.size(),
+      (info.format & SF_FORMAT_TYPEMASK) == SF_FORMAT_MPEG && mpeg_declares_length(read_at), label);
   OASR_CHECK(!audio.samples.empty(), kInvalidArgument, label,
              ": empty audio (the file holds no samples); nothing to recognise");
   audio.sample_rate = info.samplerate;
@@ -292,16 +312,15 @@ DecodedAudio load_audio(const std::filesystem::path& path, const AudioLoadOption
   struct stat st {};
   OASR_CHECK(::fstat(fd, &st) == 0, kIo, label,
              ": cannot stat the audio file: ", std::strerror(errno));
-  detail::refuse_overrunning_riff_chunks(
-      [fd](uint64_t offset, void* out, size_t count) {
-        const ssize_t got = ::pread(fd, out, count, static_cast<off_t>(offset));
-        return got > 0 ? static_cast<size_t>(got) : size_t{0};
-      },
-      static_cast<uint64_t>(st.st_size), label);
+  const detail::ReadAt read_at = [fd](uint64_t offset, void* out, size_t count) {
+    const ssize_t got = ::pread(fd, out, count, static_cast<off_t>(offset));
+    return got > 0 ? static_cast<size_t>(got) : size_t{0};
+  };
+  detail::refuse_overrunning_riff_chunks(read_at, static_cast<uint64_t>(st.st_size), label);
   SF_INFO info{};
   SNDFILE* file = sf_open_fd(fd, SFM_READ, &info, /*close_desc=*/SF_FALSE);
   if (file == nullptr) refuse_unopened(label);
-  return decode(file, info, static_cast<uint64_t>(st.st_size), label, options);
+  return decode(file, info, static_cast<uint64_t>(st.st_size), read_at, label, options);
 }
 
 void check_samples(std::span<const float> samples, const std::string& label) {
@@ -328,20 +347,19 @@ DecodedAudio load_audio_from_memory(std::string_view encoded_bytes, const std::s
   options.validate();
   OASR_CHECK(!encoded_bytes.empty(), kInvalidArgument, name,
              ": empty audio (0 bytes); send the bytes of an audio file");
-  detail::refuse_overrunning_riff_chunks(
-      [encoded_bytes](uint64_t offset, void* out, size_t count) {
-        if (offset >= encoded_bytes.size()) return size_t{0};
-        const size_t n = std::min<uint64_t>(count, encoded_bytes.size() - offset);
-        std::memcpy(out, encoded_bytes.data() + offset, n);
-        return n;
-      },
-      encoded_bytes.size(), name);
+  const detail::ReadAt read_at = [encoded_bytes](uint64_t offset, void* out, size_t count) {
+    if (offset >= encoded_bytes.size()) return size_t{0};
+    const size_t n = std::min<uint64_t>(count, encoded_bytes.size() - offset);
+    std::memcpy(out, encoded_bytes.data() + offset, n);
+    return n;
+  };
+  detail::refuse_overrunning_riff_chunks(read_at, encoded_bytes.size(), name);
   MemoryCursor cursor{encoded_bytes, 0};
   SF_VIRTUAL_IO io{memory_length, memory_seek, memory_read, memory_write, memory_tell};
   SF_INFO info{};
   SNDFILE* file = sf_open_virtual(&io, SFM_READ, &info, &cursor);
   if (file == nullptr) refuse_unopened(name);
-  return decode(file, info, encoded_bytes.size(), name, options);
+  return decode(file, info, encoded_bytes.size(), read_at, name, options);
 }
 
 std::vector<std::string> supported_audio_formats() {

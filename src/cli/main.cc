@@ -59,7 +59,7 @@ int main(int argc, char** argv) {
     return app.exit(e);
   } catch (const CLI::ParseError& e) {
     // Usage errors follow the same one-line contract as runtime errors.
-    std::cerr << "oasr: error: " << single_line(e.what()) << flag_like_file_hint(argc, argv)
+    std::cerr << "oasr: error: " << single_line(e.what() + flag_like_file_hint(argc, argv))
               << " (see 'oasr --help')\n";
     return 2;
   }

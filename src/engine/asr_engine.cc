@@ -72,7 +72,14 @@ void ASREngine::check_length(size_t samples, const std::string& label) const {
              " ms analysis window; nothing to recognise");
   const Recognizer::AudioLimit limit = recognizer_->audio_limit();
   const double seconds = static_cast<double>(samples) / sample_rate();
-  OASR_CHECK(seconds <= limit.seconds, kInvalidArgument, label, ": ", seconds,
+  // Four decimals: audio one sample over the limit must not print as equal.
+  const auto text = [](double value) {
+    std::string out = std::to_string(std::round(value * 1e4) / 1e4);
+    out.erase(out.find_last_not_of('0') + 1);
+    if (out.back() == '.') out.pop_back();
+    return out;
+  };
+  OASR_CHECK(seconds <= limit.seconds, kInvalidArgument, label, ": ", text(seconds),
              " s of audio is over the ", limit.seconds, " s this ", architecture_->display_name,
              " model takes at once (", limit.why, "); split it into pieces of at most ",
              limit.seconds, " s");

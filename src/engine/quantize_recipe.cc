@@ -180,12 +180,12 @@ void run_calibration_pass(const CalibrationRun& run, std::shared_ptr<const Tenso
               : std::string();
       throw Error(e.code(), where + e.what() + hint);
     }
-    // transcribe_each starts a failure's message with the file's path.
+    // transcribe_each starts a failure's message with the file's path (and
+    // rethrows a stop request itself).
     const std::vector<UtteranceResult> result =
         engine.transcribe_each({decoded.samples}, {entry.audio.string()});
     if (result.front().error) {
       const Error& e = *result.front().error;
-      if (e.code() == ErrorCode::kCancelled) throw e;
       throw Error(e.code(), where + e.what());
     }
     progress->advance();

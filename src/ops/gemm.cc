@@ -15,12 +15,6 @@ using detail::check_float;
 using detail::check_same_dtype;
 using detail::serving_device;
 
-namespace {
-
-// The CPU bodies exist in every build; a CUDA tensor can only exist in a
-// CUDA build, so reaching the CPU body with one is a bug, not a user error.
-}  // namespace
-
 Tensor linear(const Tensor& x, const Tensor& weight, const Tensor& bias,
               LinearAlgorithm algorithm) {
   constexpr const char* kOp = "linear";

@@ -79,8 +79,8 @@ void run(const oasr::cli::EngineFlags& engine_flags, const ServerFlags& flags) {
   const engine::Recognizer::AudioLimit model_limit = engine.audio_limit();
   if (model_limit.seconds < options.max_audio_seconds) {
     log::info(
-        "--max-audio-seconds {} is over what this {} model takes at once: {} s ({}); "
-        "audio is limited to {} s",
+        "the audio limit of {} s (--max-audio-seconds) is over what this {} model takes at "
+        "once: {} s ({}); audio is limited to {} s",
         flags.max_audio_seconds, engine.architecture().display_name, model_limit.seconds,
         model_limit.why, model_limit.seconds);
     options.max_audio_seconds = model_limit.seconds;

@@ -4,6 +4,7 @@
 #include <nlohmann/json.hpp>
 
 #include <algorithm>
+#include <iomanip>
 #include <map>
 #include <set>
 #include <sstream>
@@ -375,8 +376,9 @@ void TranscriptionService::transcribe(const Request& request, Reply reply) {
   const double duration = audio.duration_seconds();
   if (duration > options_.max_audio_seconds) {
     std::ostringstream message;
-    message << label << ": " << duration << " s of audio is over --max-audio-seconds ("
-            << options_.max_audio_seconds << ")";
+    // Enough digits that audio just over the limit does not print as equal.
+    message << std::setprecision(10) << label << ": " << duration
+            << " s of audio is over --max-audio-seconds (" << options_.max_audio_seconds << ")";
     if (!options_.audio_limit_note.empty()) message << "; " << options_.audio_limit_note;
     fail({http::status::unprocessable_entity, "invalid_request_error", "audio_too_long",
           message.str()});

@@ -175,12 +175,13 @@ TEST(CliTranscribeInput, AFailureInsideTheBatchIsNamedAndTheBatchIsKept) {
   EXPECT_EQ(r.out, alone.out + alone.out);
   const std::vector<std::string> errors = split_lines(r.err);
   ASSERT_EQ(errors.size(), 2u) << r.err;
-  EXPECT_EQ(errors[0].rfind("oasr: error: " + long_file +
-                                ": 201 s of audio is over the 200 s this U2++ model takes at once",
-                            0),
-            0u)
+  EXPECT_EQ(
+      errors[0].rfind("oasr: error: " + long_file +
+                          ": 201 s of audio is over the 200.075 s this U2++ model takes at once",
+                      0),
+      0u)
       << errors[0];
-  EXPECT_NE(errors[0].find("split it into pieces of at most 200 s"), std::string::npos)
+  EXPECT_NE(errors[0].find("split it into pieces of at most 200.075 s"), std::string::npos)
       << errors[0];
   EXPECT_NE(errors[1].find("1 of 3 file(s) could not be transcribed"), std::string::npos)
       << errors[1];
@@ -197,7 +198,7 @@ TEST(CliTranscribeInput, AFailureInsideTheBatchIsNamedAndTheBatchIsKept) {
   const std::vector<std::string> eval_errors = split_lines(e.err);
   ASSERT_EQ(eval_errors.size(), 2u) << e.err;
   EXPECT_EQ(eval_errors[0].rfind("oasr: error: " + manifest + " line 2 (id b): " + long_file +
-                                     ": 201 s of audio is over the 200 s",
+                                     ": 201 s of audio is over the 200.075 s",
                                  0),
             0u)
       << eval_errors[0];
@@ -317,10 +318,11 @@ TEST(CliBadInput, AudioOverTheModelsLimitIsRefusedWithTheLimit) {
     const std::string zeros(bytes, '\0');
     out.write(zeros.data(), static_cast<std::streamsize>(zeros.size()));
   }
-  expect_refused({"transcribe", "--ckpt-dir", kModel, wav.string()},
-                 {wav.string() + ": 205 s of audio is over the 200 s this U2++ model takes at once "
-                                 "(its positional table holds 5000 encoder frames of 4 x 10 ms",
-                  "split it into pieces of at most 200 s"});
+  expect_refused(
+      {"transcribe", "--ckpt-dir", kModel, wav.string()},
+      {wav.string() + ": 205 s of audio is over the 200.075 s this U2++ model takes at once "
+                      "(its positional table holds 5000 encoder frames of 4 x 10 ms",
+       "split it into pieces of at most 200.075 s"});
 }
 
 }  // namespace

@@ -168,22 +168,23 @@ def test_start_up_says_the_server_is_open_and_names_its_dtype():
 
 
 def test_the_audio_limit_is_the_models_where_it_takes_less():
-    # The bundled U2++ model takes 200 s at once (5000 positions x 40 ms): the
+    # The bundled U2++ model takes 200.075 s at once (5000 positions x 40 ms): the
     # default --max-audio-seconds 600 is capped at start-up, and a longer
     # upload gets 422 naming both limits instead of a 400 from the decoder.
     require_binaries()
     s = Server()
     try:
         log = "".join(s.log)
-        assert "--max-audio-seconds 600 is over what this U2++ model takes at once: 200 s" in log
+        assert ("the audio limit of 600 s (--max-audio-seconds) is over what this U2++ model "
+                "takes at once: 200.075 s") in log, log
         body, content_type = form([("file", wav_bytes(205), "long.wav"),
                                    ("model", MODEL_NAME.encode(), None)])
         status, data, _ = post(s, body, content_type)
         assert status == 422, data
         e = error_of(data)
         assert e["code"] == "audio_too_long", e
-        for word in ["long.wav): 205 s of audio is over --max-audio-seconds (200)",
-                     "the U2++ model takes at most 200 s at once (its positional table holds "
+        for word in ["long.wav): 205 s of audio is over --max-audio-seconds (200.075)",
+                     "the U2++ model takes at most 200.075 s at once (its positional table holds "
                      "5000 encoder frames of 4 x 10 ms"]:
             assert word in e["message"], e
     finally:

@@ -64,7 +64,6 @@ Tensor Conv2dSubsampling::forward(const Tensor& x) const {
   OASR_CHECK(x.size(1) >= min_input_frames(), kInvalidArgument, path(), ": ", x.size(1),
              " feature frames are too few for the subsampling (it needs at least ",
              min_input_frames(), ")");
-  const int64_t batch = x.size(0);
   // CUDA, full precision: channels-last from the features ([B, T, F] is
   // [B, T, F, 1] NHWC) to the flatten, each ReLU inside its convolution, so
   // no layout copy runs between the stages. The stages from the first one it
@@ -78,9 +77,39 @@ Tensor Conv2dSubsampling::forward(const Tensor& x) const {
     // [B, T', F', C] -> [B, T', C * F'], channel-major within a frame as WeNet flattens.
     return ops::scale(projection_->forward(ops::flatten_nhwc_channel_major(y)), xscale_);
   }
+  if (channels_last == 0 && x.device().is_cpu()) {
+    // On the host, a long input runs in blocks of output frames: the first
+    // stage's activation of 200 s alone is C x T/2 x F/2 floats (397 MB for
+    // U2++ at 256 channels). Every output element is the same sum over its
+    // own receptive field in any block (a convolution's GEMM row, the ReLU,
+    // the flatten and the projection's row do not depend on other frames),
+    // so the bits are the unblocked ones.
+    constexpr int64_t kBlockFrames = 512;
+    const int64_t frames = output_frames(x.size(1));
+    if (frames > kBlockFrames) {
+      std::vector<Tensor> blocks;
+      for (int64_t begin = 0; begin < frames; begin += kBlockFrames) {
+        const int64_t end = std::min(frames, begin + kBlockFrames);
+        // The input frames [first, last) the output frames [begin, end) read.
+        int64_t first = begin, last = end;
+        for (auto stage = stages_.rbegin(); stage != stages_.rend(); ++stage) {
+          first = first * stage->stride;
+          last = (last - 1) * stage->stride + stage->kernel;
+        }
+        blocks.push_back(forward_nchw(x.narrow(1, first, last - first).unsqueeze(1)));
+      }
+      return ops::concat(blocks, 1);
+    }
+  }
   // [B, T, F, C] -> [B, C, T, F] (the features themselves when no stage ran).
-  y = channels_last == 0 ? x.unsqueeze(1) : y.transpose(2, 3).transpose(1, 2).contiguous();
-  for (size_t i = channels_last; i < stages_.size(); ++i) {
+  return forward_nchw(
+      channels_last == 0 ? x.unsqueeze(1) : y.transpose(2, 3).transpose(1, 2).contiguous(),
+      channels_last);
+}
+
+Tensor Conv2dSubsampling::forward_nchw(Tensor y, size_t first_stage) const {
+  const int64_t batch = y.size(0);
+  for (size_t i = first_stage; i < stages_.size(); ++i) {
     y = stages_[i].conv->forward(y);
     ops::activation_inplace(y, Activation::kRelu);
   }
@@ -88,6 +117,14 @@ Tensor Conv2dSubsampling::forward(const Tensor& x) const {
   const int64_t frames = y.size(2);
   const Tensor flat = y.transpose(1, 2).contiguous().view({batch, frames, y.size(1) * y.size(3)});
   return ops::scale(projection_->forward(flat), xscale_);
+}
+
+int64_t ConformerEncoder::longest_input_frames() const {
+  const int64_t rows = position_rows();
+  int64_t frames = rows * subsampling().rate;  // output_frames() is monotone in its input
+  while (embed_->output_frames(frames) > rows) --frames;
+  while (embed_->output_frames(frames + 1) <= rows) ++frames;
+  return frames;
 }
 
 // ---- ConvolutionModule ----------------------------------------------------------

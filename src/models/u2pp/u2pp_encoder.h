@@ -43,6 +43,9 @@ class Conv2dSubsampling : public Module {
   const SinusoidalPositions& positions() const { return *pos_enc_; }
 
  private:
+  // The stages from `first_stage` on over NCHW y, then the flatten and the
+  // projection: [B, C, T, F] -> [B, T', D].
+  Tensor forward_nchw(Tensor y, size_t first_stage = 0) const;
   struct Stage {
     std::shared_ptr<layers::Conv2d> conv;
     int64_t kernel;
@@ -166,6 +169,8 @@ class ConformerEncoder : public Module {
   SubsamplingGeometry subsampling() const { return embed_->geometry(); }
   // Rows of the positional table the offline forward indexes by absolute frame.
   int64_t position_rows() const { return embed_->positions().max_len(); }
+  // The most feature frames whose subsampled frames the table still holds.
+  int64_t longest_input_frames() const;
   int64_t output_size() const { return config_.output_size; }
   // The served dtype and device of the parameters (and so of the outputs).
   DType dtype() const;

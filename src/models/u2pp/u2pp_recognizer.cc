@@ -194,12 +194,17 @@ int U2ppRecognizer::sample_rate() const {
 }
 
 Recognizer::AudioLimit U2ppRecognizer::audio_limit() const {
-  // Offline, every encoder frame has an absolute position in WeNet's table.
-  const int64_t rows = model_->encoder().position_rows();
-  const int64_t rate = model_->encoder().subsampling().rate;
+  // Offline, every encoder frame has an absolute position in WeNet's table:
+  // the longest audio is the one whose fbank frames (Kaldi's snip_edges:
+  // one per shift once a window fits) subsample to the table's rows.
+  const models::ConformerEncoder& encoder = model_->encoder();
+  const int64_t rows = encoder.position_rows();
+  const int64_t rate = encoder.subsampling().rate;
   const double shift_ms = source_.config.fbank.frame_shift_ms;
+  const double window_ms = source_.config.fbank.frame_length_ms;
   AudioLimit limit;
-  limit.seconds = static_cast<double>(rows) * static_cast<double>(rate) * shift_ms / 1000.0;
+  limit.seconds =
+      (static_cast<double>(encoder.longest_input_frames() - 1) * shift_ms + window_ms) / 1000.0;
   limit.why = "its positional table holds " + std::to_string(rows) + " encoder frames of " +
               std::to_string(rate) + " x " + std::to_string(static_cast<int>(shift_ms)) +
               " ms, WeNet's max_len";
