@@ -252,7 +252,6 @@ void serve(TranscriptionService& service, const ListenOptions& options) {
       in_flight);
   const tcp::endpoint bound = listener->local_endpoint();
   listener->accept();
-  log::info("listening on http://{}:{}", bound.address().to_string(), bound.port());
 
   // While a request is decoded its session waits on no socket: the guard
   // keeps the io threads running for the reply (until the drain ends).
@@ -276,6 +275,9 @@ void serve(TranscriptionService& service, const ListenOptions& options) {
     });
   });
 
+  // Announced only once SIGINT / SIGTERM are handled: a supervisor that
+  // stops the server as soon as it reads this line gets a drain, not a kill.
+  log::info("listening on http://{}:{}", bound.address().to_string(), bound.port());
   std::vector<std::thread> pool;
   for (int i = 1; i < options.threads; ++i) pool.emplace_back([&] { io.run(); });
   io.run();
