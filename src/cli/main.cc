@@ -12,7 +12,6 @@
 
 namespace {
 
-// Error messages go out as exactly one line, whatever they contain.
 // A file whose name starts with '-' is read as a flag, and the parse error
 // then speaks of a missing or unknown argument; name the file and the fix.
 std::string flag_like_file_hint(int argc, char** argv) {
@@ -28,6 +27,7 @@ std::string flag_like_file_hint(int argc, char** argv) {
   return "";
 }
 
+// Error messages go out as exactly one line, whatever they contain.
 std::string single_line(std::string text) {
   for (char& c : text) {
     if (c == '\n' || c == '\r') c = ' ';

@@ -34,8 +34,7 @@ struct OnCuda {
 // (no CUDA tensor can exist in such a build, so this is a guard, not a
 // path).
 template <class CpuBody, class CudaBody>
-decltype(auto) on_device(const char* who, Device device, CpuBody&& cpu_body,
-                         CudaBody&& cuda_body) {
+decltype(auto) on_device(const char* who, Device device, CpuBody&& cpu_body, CudaBody&& cuda_body) {
   if (device.is_cuda()) {
     if constexpr (kBuiltWithCuda) {
       return std::forward<CudaBody>(cuda_body)(OnCuda{device.index});

@@ -37,6 +37,7 @@ ASREngine::ASREngine(const EngineConfig& config) : config_(config) {
   recognizer_ = architecture_->make_recognizer(config_);
   decode_ = recognizer_->resolve_decode(config_.decode);
   quantization_info_ = recognizer_->quantization_info();
+  audio_limit_ = recognizer_->audio_limit();
   log_quantization();
 }
 
@@ -70,7 +71,7 @@ void ASREngine::check_length(size_t samples, const std::string& label) const {
              static_cast<double>(samples) / sample_rate(), " s at ", sample_rate(),
              " Hz) is shorter than one ", kMinUtteranceSeconds * 1000,
              " ms analysis window; nothing to recognise");
-  const Recognizer::AudioLimit limit = recognizer_->audio_limit();
+  const Recognizer::AudioLimit& limit = audio_limit_;
   const double seconds = static_cast<double>(samples) / sample_rate();
   // Four decimals: audio one sample over the limit must not print as equal.
   const auto text = [](double value) {
@@ -83,10 +84,6 @@ void ASREngine::check_length(size_t samples, const std::string& label) const {
              " s of audio is over the ", limit.seconds, " s this ", architecture_->display_name,
              " model takes at once (", limit.why, "); split it into pieces of at most ",
              limit.seconds, " s");
-}
-
-Recognizer::AudioLimit ASREngine::audio_limit() const {
-  return recognizer_->audio_limit();
 }
 
 std::vector<float> ASREngine::load_utterance(const std::filesystem::path& path) const {

@@ -58,7 +58,7 @@ class ASREngine {
   // config.decode overlaid with `overrides`, resolved and validated.
   DecodeOptions resolve_decode(const DecodeOverrides& overrides) const;
   // The longest utterance transcribe() takes (Recognizer::audio_limit).
-  Recognizer::AudioLimit audio_limit() const;
+  const Recognizer::AudioLimit& audio_limit() const { return audio_limit_; }
   // The rate transcribe() expects: the checkpoint's fbank rate, 16000 for Whisper.
   int sample_rate() const { return recognizer_->sample_rate(); }
 
@@ -141,6 +141,7 @@ class ASREngine {
   std::unique_ptr<Recognizer> recognizer_;
   quant::QuantizationInfo quantization_info_;
   DecodeOptions decode_;
+  Recognizer::AudioLimit audio_limit_;  // asked once: every utterance is checked against it
 };
 
 }  // namespace oasr::engine

@@ -109,11 +109,11 @@ Undetected undetected(const std::filesystem::path& path) {
             file + " names the architecture '" + name + "', which is not registered; "};
   }
   const std::string why = architecture->rejection ? architecture->rejection(path) : "";
-  return {ErrorCode::kCorruptFile,
-          file + " names '" + name + "', " +
-              (why.empty() ? std::string("whose reader does not accept the directory")
-                           : "but " + why) +
-              "; "};
+  return {
+      ErrorCode::kCorruptFile,
+      file + " names '" + name + "', " +
+          (why.empty() ? std::string("whose reader does not accept the directory") : "but " + why) +
+          "; "};
 }
 
 }  // namespace

@@ -50,10 +50,11 @@ quant::QuantizationSpec load_model(Module& model, const quant::QuantLayout& layo
   return spec;
 }
 
-void check_block_count(const TensorSource& weights, const std::string& prefix, int64_t configured,
-                       const std::string& config_key, const std::filesystem::path& config_file) {
+void check_block_count(const std::vector<std::string>& names, const std::string& prefix,
+                       int64_t configured, const std::string& config_key,
+                       const std::filesystem::path& config_file) {
   std::set<int64_t> held;
-  for (const std::string& name : weights.names()) {
+  for (const std::string& name : names) {
     if (name.compare(0, prefix.size(), prefix) != 0) continue;
     const size_t dot = name.find('.', prefix.size());
     const std::string index = name.substr(prefix.size(), dot - prefix.size());

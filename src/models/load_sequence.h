@@ -19,6 +19,8 @@
 
 #include <filesystem>
 #include <functional>
+#include <string>
+#include <vector>
 
 #include "asr/materialize_options.h"
 #include "layers/module.h"
@@ -54,12 +56,13 @@ quant::QuantizationSpec load_model(Module& model, const quant::QuantLayout& layo
                                    const MaterializeOptions& options, const LoadHooks& hooks = {});
 
 // Before a model is built from its config: refuses a configured count of
-// repeated blocks that the checkpoint's tensors do not hold ("PREFIX<i>."
-// for i = 0 .. count - 1), naming the config key, its file and what the
+// repeated blocks that the checkpoint's tensor `names` do not hold
+// ("PREFIX<i>." for i = 0 .. count - 1), naming the config key, its file and what the
 // tensors hold. Building first would allocate a module per configured block
 // -- minutes and gigabytes for an absurd count -- before the strict load
 // could refuse it.
-void check_block_count(const TensorSource& weights, const std::string& prefix, int64_t configured,
-                       const std::string& config_key, const std::filesystem::path& config_file);
+void check_block_count(const std::vector<std::string>& names, const std::string& prefix,
+                       int64_t configured, const std::string& config_key,
+                       const std::filesystem::path& config_file);
 
 }  // namespace oasr::models

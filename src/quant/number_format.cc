@@ -303,7 +303,8 @@ std::string registered_names(const std::deque<NumberFormat>& rows) {
 
 bool NumberFormat::fuses_norm_quant_on(Device device) const {
   if (device.is_cuda()) return cuda_fused_producers;
-  return cpu_fused.layer_norm_quant != nullptr && cpu_fused.add_layer_norm_residual_quant != nullptr;
+  return cpu_fused.layer_norm_quant != nullptr &&
+         cpu_fused.add_layer_norm_residual_quant != nullptr;
 }
 
 bool NumberFormat::fuses_quantizing_epilogue_on(Device device) const {

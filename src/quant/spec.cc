@@ -348,10 +348,13 @@ QuantizationSpec QuantizationSpec::from_json(const nlohmann::json& value, const 
       // A scheme is served by its preset's method: a name this oasr does not
       // know, or known fields under a known name changed, would be served as
       // something the checkpoint does not say.
-      std::string known;
-      for (const std::string& preset : presets) known += (known.empty() ? "" : ", ") + preset;
+      const auto known = [&] {
+        std::string list;
+        for (const std::string& preset : presets) list += (list.empty() ? "" : ", ") + preset;
+        return list;
+      };
       OASR_CHECK(std::find(presets.begin(), presets.end(), name) != presets.end(), kUnsupported,
-                 where, ": scheme '", name, "' is no scheme this oasr knows (", known,
+                 where, ": scheme '", name, "' is no scheme this oasr knows (", known(),
                  "); the checkpoint was written by another tool or edited: re-quantize the "
                  "full-precision model with `oasr quantize`");
       const QuantScheme& preset = scheme_preset(name);

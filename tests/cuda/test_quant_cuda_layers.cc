@@ -32,13 +32,7 @@ namespace oasr::quant {
 namespace {
 
 using testing::bit_equal;
-
-Tensor random_tensor(const Shape& shape, std::mt19937& rng, float scale) {
-  std::normal_distribution<float> normal(0.0f, scale);
-  Tensor t = Tensor::empty(shape, DType::kF32);
-  for (int64_t i = 0; i < t.numel(); ++i) t.data<float>()[i] = normal(rng);
-  return t;
-}
+using testing::normal_tensor;
 
 // Whether this GPU runs the native sm90 lane (which auto then serves).
 bool hopper() {
@@ -65,8 +59,8 @@ struct QuantLinear {
     std::mt19937 rng(seed);
     layer = act == Activation::kNone ? std::make_shared<layers::Linear>(k, n)
                                      : std::make_shared<layers::LinearActivation>(k, n, act);
-    layer->set_param("weight", random_tensor({n, k}, rng, 0.2f));
-    layer->set_param("bias", random_tensor({n}, rng, 0.5f));
+    layer->set_param("weight", normal_tensor({n, k}, rng, 0.2f));
+    layer->set_param("bias", normal_tensor({n}, rng, 0.5f));
     auto method = make_quant_method(scheme_preset(scheme));
     const bool static_input = method->has_static_input();
     if (!static_input) {
@@ -118,7 +112,7 @@ TEST_F(CudaQuantLayers, Int8LinearEqualsTheCpuReferenceBitwise) {
           EXPECT_EQ(gpu.layer->quant_method()->lane().name,
                     std::string(backend) == "auto" ? auto_lane() : backend);
           for (const int64_t rows : {1, 17, 300}) {
-            const Tensor x = random_tensor({rows, 256}, rng, 1.5f);
+            const Tensor x = normal_tensor({rows, 256}, rng, 1.5f);
             const Tensor got = gpu.layer->forward(x.to(dtype).to(Device::cuda(0)));
             EXPECT_EQ(got.dtype(), dtype);
             EXPECT_TRUE(bit_equal(got.to(Device::cpu()), cpu_expected(cpu, x, dtype)))
@@ -139,7 +133,7 @@ TEST_F(CudaQuantLayers, RowsAreBatchInvariant) {
   for (const char* scheme : {"int8_w8a8", "fp8_w8a8"}) {
     QuantLinear gpu(2048, 256, Activation::kNone, scheme, 3);
     gpu.serve(Device::cuda(0), DType::kF16, "auto");
-    const Tensor x = random_tensor({4096, 2048}, rng, 1.0f).to(DType::kF16).to(Device::cuda(0));
+    const Tensor x = normal_tensor({4096, 2048}, rng, 1.0f).to(DType::kF16).to(Device::cuda(0));
     const Tensor batch = gpu.layer->forward(x).to(Device::cpu());
     for (const int64_t row : {0, 1, 17, 4095}) {
       const Tensor alone = gpu.layer->forward(x.narrow(0, row, 1).contiguous()).to(Device::cpu());
@@ -169,7 +163,7 @@ TEST_F(CudaQuantLayers, Fp8LinearIsCloseToTheCpuReference) {
   std::vector<std::string> lanes = {"mma_sync"};
   if (hopper()) lanes.push_back("native");
   std::mt19937 weight_rng(kSeed);  // QuantLinear draws its float weight first
-  const Tensor weight = random_tensor({kN, kK}, weight_rng, 0.2f);
+  const Tensor weight = normal_tensor({kN, kK}, weight_rng, 0.2f);
   for (const std::string& lane : lanes) {
     std::mt19937 rng(8);
     QuantLinear cpu(kK, kN, Activation::kNone, "fp8_w8a8", kSeed);
@@ -177,7 +171,7 @@ TEST_F(CudaQuantLayers, Fp8LinearIsCloseToTheCpuReference) {
     QuantLinear gpu(kK, kN, Activation::kNone, "fp8_w8a8", kSeed);
     gpu.serve(Device::cuda(0), DType::kF32, lane);
     EXPECT_EQ(gpu.layer->quant_method()->lane().name, lane);
-    const Tensor x = random_tensor({kRows, kK}, rng, 1.0f);
+    const Tensor x = normal_tensor({kRows, kK}, rng, 1.0f);
     const Tensor want = cpu.layer->forward(x);
     const Tensor got = gpu.layer->forward(x.to(Device::cuda(0))).to(Device::cpu());
     int64_t differing = 0;
@@ -213,8 +207,8 @@ TEST_F(CudaQuantLayers, Int8Conv2dEqualsTheCpuReferenceBitwise) {
     auto make = [&](uint32_t seed) {
       std::mt19937 r(seed);
       auto conv = std::make_shared<layers::Conv2d>(32, 24, 3, 3, 2, 2, /*bias=*/true);
-      conv->set_param("weight", random_tensor({24, 32, 3, 3}, r, 0.2f));
-      conv->set_param("bias", random_tensor({24}, r, 0.3f));
+      conv->set_param("weight", normal_tensor({24, 32, 3, 3}, r, 0.2f));
+      conv->set_param("bias", normal_tensor({24}, r, 0.3f));
       auto method = make_quant_method(scheme_preset("int8_w8a8_static"));
       // The KRSC weight matrix [N, kh * kw * C] the quantized conv multiplies.
       const Tensor w = conv->param("weight");
@@ -237,7 +231,7 @@ TEST_F(CudaQuantLayers, Int8Conv2dEqualsTheCpuReferenceBitwise) {
     gpu->to(dtype);
     gpu->to(Device::cuda(0));
     gpu->bind_quant(BindOptions{Device::cuda(0), "auto"});
-    const Tensor x = random_tensor({3, 32, 19, 11}, rng, 2.0f);
+    const Tensor x = normal_tensor({3, 32, 19, 11}, rng, 2.0f);
     const Tensor want = cpu->forward(x.to(dtype).to(DType::kF32)).to(dtype);
     const Tensor got = gpu->forward(x.to(dtype).to(Device::cuda(0))).to(Device::cpu());
     EXPECT_TRUE(bit_equal(got, want)) << dtype_name(dtype);

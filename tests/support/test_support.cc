@@ -76,6 +76,13 @@ TempDir::~TempDir() {
          << ", expected " << pe[worst];
 }
 
+Tensor normal_tensor(const Shape& shape, std::mt19937& rng, float scale) {
+  std::normal_distribution<float> normal(0.0f, scale);
+  Tensor t = Tensor::empty(shape, DType::kF32);
+  for (int64_t i = 0; i < t.numel(); ++i) t.data<float>()[i] = normal(rng);
+  return t;
+}
+
 ::testing::AssertionResult bit_equal(const Tensor& actual, const Tensor& expected) {
   if (actual.dtype() != expected.dtype() || actual.shape() != expected.shape()) {
     return ::testing::AssertionFailure() << actual.str() << " vs " << expected.str();

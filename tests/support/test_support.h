@@ -5,6 +5,7 @@
 #include <gtest/gtest.h>
 
 #include <filesystem>
+#include <random>
 #include <string>
 
 #include <nlohmann/json.hpp>
@@ -46,6 +47,9 @@ class TempDir {
 // shape (any float dtype; compared in float32). Reports the worst element.
 ::testing::AssertionResult all_close(const Tensor& actual, const Tensor& expected, float atol,
                                      float rtol);
+
+// A float32 tensor of Normal(0, scale) draws from `rng`, in element order.
+Tensor normal_tensor(const Shape& shape, std::mt19937& rng, float scale = 1.0f);
 
 // Bitwise equality of two tensors (same dtype, shape and bytes).
 ::testing::AssertionResult bit_equal(const Tensor& actual, const Tensor& expected);

@@ -6,41 +6,17 @@ checker as CI does and expects exit 1 naming the planted file and line (or
 exit 0 where the line is allowed).
 """
 
-import shutil
-import subprocess
-import sys
-import tempfile
 import unittest
-from pathlib import Path
 
-ROOT = Path(__file__).resolve().parents[2]
-CHECKER = ROOT / "tools" / "check_device_dispatch.py"
+from planted_src import ROOT, PlantedSourceTest
 
 
-def run_checker(src: Path) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, str(CHECKER), "--src", str(src)],
-                          capture_output=True, text=True, timeout=120)
-
-
-class CheckDeviceDispatch(unittest.TestCase):
-    def setUp(self):
-        self.tmp = tempfile.TemporaryDirectory()
-        self.src = Path(self.tmp.name) / "src"
-        shutil.copytree(ROOT / "src", self.src)
-
-    def tearDown(self):
-        self.tmp.cleanup()
-
-    def plant(self, relative: str, line: str) -> int:
-        path = self.src / relative
-        lines = path.read_text().splitlines()
-        lines.append(line)
-        path.write_text("\n".join(lines) + "\n")
-        return len(lines)
+class CheckDeviceDispatch(PlantedSourceTest):
+    CHECKER = ROOT / "tools" / "check_device_dispatch.py"
 
     def expect(self, relative: str, line: str, words: str | None):
         number = self.plant(relative, line)
-        result = run_checker(self.src)
+        result = self.run_checker()
         if words is None:
             self.assertEqual(result.returncode, 0, result.stdout + result.stderr)
             return
@@ -48,7 +24,7 @@ class CheckDeviceDispatch(unittest.TestCase):
         self.assertIn(f"{relative}:{number}: {words}", result.stdout)
 
     def test_the_tree_passes(self):
-        result = run_checker(self.src)
+        result = self.run_checker()
         self.assertEqual(result.returncode, 0, result.stdout + result.stderr)
 
     def test_a_preprocessor_branch_in_an_op_front_fails(self):

@@ -6,48 +6,23 @@ a rule of the library order, runs the checker as CI does and expects exit 1
 with the planted file and line named; the unmodified copy must pass.
 """
 
-import shutil
-import subprocess
-import sys
-import tempfile
 import unittest
-from pathlib import Path
 
-ROOT = Path(__file__).resolve().parents[2]
-CHECKER = ROOT / "tools" / "check_includes.py"
+from planted_src import ROOT, PlantedSourceTest
 
 
-def run_checker(src: Path) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, str(CHECKER), "--src", str(src)],
-                          capture_output=True, text=True, timeout=120)
-
-
-class CheckIncludes(unittest.TestCase):
-    def setUp(self):
-        self.tmp = tempfile.TemporaryDirectory()
-        self.src = Path(self.tmp.name) / "src"
-        shutil.copytree(ROOT / "src", self.src)
-
-    def tearDown(self):
-        self.tmp.cleanup()
-
-    def plant(self, relative: str, include: str) -> int:
-        """Appends `#include "include"` to src/relative; returns its line."""
-        path = self.src / relative
-        lines = path.read_text().splitlines()
-        lines.append(f'#include "{include}"')
-        path.write_text("\n".join(lines) + "\n")
-        return len(lines)
+class CheckIncludes(PlantedSourceTest):
+    CHECKER = ROOT / "tools" / "check_includes.py"
 
     def expect_violation(self, relative: str, include: str, words: str):
-        line = self.plant(relative, include)
-        result = run_checker(self.src)
+        line = self.plant(relative, f'#include "{include}"')
+        result = self.run_checker()
         self.assertEqual(result.returncode, 1, result.stdout + result.stderr)
         self.assertIn(f"{relative}:{line}:", result.stdout)
         self.assertIn(words, result.stdout)
 
     def test_the_tree_passes(self):
-        result = run_checker(self.src)
+        result = self.run_checker()
         self.assertEqual(result.returncode, 0, result.stdout + result.stderr)
 
     def test_an_upward_include_fails(self):
@@ -76,7 +51,7 @@ class CheckIncludes(unittest.TestCase):
         cmake = self.src / "CMakeLists.txt"
         cmake.write_text(cmake.read_text() +
                          "\ntarget_link_libraries(oasr_core PUBLIC oasr_engine)\n")
-        result = run_checker(self.src)
+        result = self.run_checker()
         self.assertEqual(result.returncode, 1, result.stdout)
         self.assertIn("link graph has a cycle", result.stdout)
 
@@ -84,7 +59,7 @@ class CheckIncludes(unittest.TestCase):
         stray = self.src / "stray"
         stray.mkdir()
         (stray / "thing.h").write_text('#include "core/error.h"\n')
-        result = run_checker(self.src)
+        result = self.run_checker()
         self.assertEqual(result.returncode, 1, result.stdout)
         self.assertIn("folder 'stray/' is no library", result.stdout)
 

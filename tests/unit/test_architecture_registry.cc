@@ -317,10 +317,11 @@ TEST(ArchitectureRegistry, AConfiguredBlockCountIsCheckedAgainstTheTensors) {
   tensors["encoder.encoders_norm.weight"] = Tensor::zeros({2}, DType::kF32);  // not a block
   const MapTensorSource weights(tensors);
   const fs::path config = "/ckpt/oasr_config.json";
-  EXPECT_NO_THROW(models::check_block_count(weights, "encoder.encoders.", 3, "num_blocks", config));
+  EXPECT_NO_THROW(
+      models::check_block_count(weights.names(), "encoder.encoders.", 3, "num_blocks", config));
   const auto refusal = [&](const std::string& prefix, int64_t configured) {
     try {
-      models::check_block_count(weights, prefix, configured, "num_blocks", config);
+      models::check_block_count(weights.names(), prefix, configured, "num_blocks", config);
     } catch (const Error& e) {
       EXPECT_EQ(e.code(), ErrorCode::kCorruptFile);
       return std::string(e.what());
@@ -336,12 +337,13 @@ TEST(ArchitectureRegistry, AConfiguredBlockCountIsCheckedAgainstTheTensors) {
             std::string::npos);
   EXPECT_NE(refusal("decoder.decoders.", 1).find("holds no decoder.decoders.N blocks"),
             std::string::npos);
-  EXPECT_NO_THROW(models::check_block_count(weights, "decoder.decoders.", 0, "num_blocks", config));
+  EXPECT_NO_THROW(
+      models::check_block_count(weights.names(), "decoder.decoders.", 0, "num_blocks", config));
   tensors.erase("encoder.encoders.1.ff.weight");
   tensors.erase("encoder.encoders.1.ff.bias");
   const MapTensorSource gappy(tensors);
   try {
-    models::check_block_count(gappy, "encoder.encoders.", 2, "num_blocks", config);
+    models::check_block_count(gappy.names(), "encoder.encoders.", 2, "num_blocks", config);
     ADD_FAILURE() << "blocks 0 and 2 were taken for 2 consecutive blocks";
   } catch (const Error& e) {
     EXPECT_NE(std::string(e.what()).find("2 encoder.encoders.N blocks with gaps (the highest is "

@@ -14,6 +14,7 @@
 
 #include "layers/attention.h"
 #include "layers/linear.h"
+#include "models/u2pp/u2pp_blocks.h"
 #include "ops/concat.h"
 #include "ops/elementwise.h"
 #include "ops/gemm.h"
@@ -23,36 +24,19 @@
 namespace oasr {
 namespace {
 
-using layers::AttentionProjection;
-using layers::AttentionSpec;
 using layers::RelPositionMultiHeadAttention;
+using testing::normal_tensor;
 
 constexpr int64_t kDim = 64;
 constexpr int64_t kHeads = 4;
 constexpr int64_t kHeadDim = kDim / kHeads;
 
-Tensor normal(const Shape& shape, std::mt19937& rng, float scale) {
-  std::normal_distribution<float> dist(0.0f, scale);
-  Tensor t = Tensor::empty(shape, DType::kF32);
-  for (int64_t i = 0; i < t.numel(); ++i) t.data<float>()[i] = dist(rng);
-  return t;
-}
-
+// U2++'s attention (WeNet's names and scale 1 / sqrt(16)) with random weights.
 std::shared_ptr<RelPositionMultiHeadAttention> make_attention(std::mt19937& rng) {
-  AttentionSpec spec;
-  spec.type_name = "RelPositionMultiHeadedAttention";
-  spec.dim = kDim;
-  spec.heads = kHeads;
-  spec.projections = {{AttentionProjection::kQuery, "linear_q", true},
-                      {AttentionProjection::kKey, "linear_k", true},
-                      {AttentionProjection::kValue, "linear_v", true},
-                      {AttentionProjection::kOut, "linear_out", true}};
-  spec.scaling = layers::ScoreScaling::kScores;
-  spec.score_scale = 0.25f;  // 1 / sqrt(16)
-  auto attention = std::make_shared<RelPositionMultiHeadAttention>(spec, "linear_pos");
+  auto attention = models::make_wenet_rel_position_attention(kHeads, kDim, true, true, true);
   std::map<std::string, Tensor> state;
   for (auto& [name, slot] : attention->named_parameters()) {
-    state[name] = normal(slot->shape, rng, 0.3f);
+    state[name] = normal_tensor(slot->shape, rng, 0.3f);
   }
   attention->load_state_dict(MapTensorSource(state));
   return attention;
@@ -95,8 +79,8 @@ TEST(RelativeAttention, SlicedOnTheHostEqualsTheBatchedDefinitionBitForBit) {
   const auto attention = make_attention(rng);
   for (const int64_t frames : {int64_t{100}, int64_t{300}, int64_t{600}}) {
     // 100 frames: batched (1e4 scores); 300: one block; 600: 512 + 88 queries.
-    const Tensor x = normal({2, frames, kDim}, rng, 1.0f);
-    const Tensor pos_emb = normal({1, frames, kDim}, rng, 1.0f);
+    const Tensor x = normal_tensor({2, frames, kDim}, rng, 1.0f);
+    const Tensor pos_emb = normal_tensor({1, frames, kDim}, rng, 1.0f);
     Tensor padding = Tensor::zeros({2, 1, 1, frames}, DType::kU8);
     Tensor chunks = Tensor::zeros({2, 1, frames, frames}, DType::kU8);
     for (int64_t b = 0; b < 2; ++b) {

@@ -17,13 +17,7 @@ namespace {
 
 using models::Conv2dSubsampling;
 using models::U2ppInputLayer;
-
-Tensor normal(const Shape& shape, std::mt19937& rng, float scale) {
-  std::normal_distribution<float> dist(0.0f, scale);
-  Tensor t = Tensor::empty(shape, DType::kF32);
-  for (int64_t i = 0; i < t.numel(); ++i) t.data<float>()[i] = dist(rng);
-  return t;
-}
+using testing::normal_tensor;
 
 TEST(U2ppLongInput, BlockedSubsamplingGivesEveryFrameItsUnblockedBits) {
   std::mt19937 rng(1205);
@@ -32,13 +26,13 @@ TEST(U2ppLongInput, BlockedSubsamplingGivesEveryFrameItsUnblockedBits) {
     std::map<std::string, Tensor> state;
     for (auto& [name, slot] : stem.named_parameters()) {
       state[name] = name == "pos_enc.pe" ? Tensor::zeros(slot->shape, DType::kF32)
-                                         : normal(slot->shape, rng, 0.2f);
+                                         : normal_tensor(slot->shape, rng, 0.2f);
     }
     stem.load_state_dict(MapTensorSource(state));
     const int64_t rate = stem.geometry().rate;
     const int64_t context = stem.geometry().right_context;
     const int64_t input = 1300 * rate;  // 1299 or so output frames: three blocks
-    const Tensor x = normal({2, input, 40}, rng, 1.0f);
+    const Tensor x = normal_tensor({2, input, 40}, rng, 1.0f);
     const Tensor whole = stem.forward(x);  // blocked
     const int64_t frames = stem.output_frames(input);
     ASSERT_EQ(whole.size(1), frames);

@@ -135,15 +135,16 @@ MaterializedU2pp materialize_u2pp_model(const ModelSource& source,
                                       : "encoder_conf.num_blocks";
   const std::string decoder_key =
       source.format == CheckpointFormat::kNative ? "model.decoder." : "decoder_conf.";
-  check_block_count(*source.weights, "encoder.encoders.", config.encoder.num_blocks, encoder_key,
+  const std::vector<std::string> names = source.weights->names();
+  check_block_count(names, "encoder.encoders.", config.encoder.num_blocks, encoder_key,
                     config_file);
   if (config.decoder.type == U2ppDecoderType::kBiTransformer) {
-    check_block_count(*source.weights, "decoder.left_decoder.decoders.", config.decoder.num_blocks,
+    check_block_count(names, "decoder.left_decoder.decoders.", config.decoder.num_blocks,
                       decoder_key + "num_blocks", config_file);
-    check_block_count(*source.weights, "decoder.right_decoder.decoders.",
-                      config.decoder.r_num_blocks, decoder_key + "r_num_blocks", config_file);
+    check_block_count(names, "decoder.right_decoder.decoders.", config.decoder.r_num_blocks,
+                      decoder_key + "r_num_blocks", config_file);
   } else {
-    check_block_count(*source.weights, "decoder.decoders.", config.decoder.num_blocks,
+    check_block_count(names, "decoder.decoders.", config.decoder.num_blocks,
                       decoder_key + "num_blocks", config_file);
   }
   out.model = std::make_unique<U2ppModel>(config);

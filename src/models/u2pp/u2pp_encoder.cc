@@ -121,8 +121,9 @@ Tensor Conv2dSubsampling::forward_nchw(Tensor y, size_t first_stage) const {
 
 int64_t ConformerEncoder::longest_input_frames() const {
   const int64_t rows = position_rows();
-  int64_t frames = rows * subsampling().rate;  // output_frames() is monotone in its input
-  while (embed_->output_frames(frames) > rows) --frames;
+  // rows * rate frames subsample to at most rows (each stage divides by its
+  // stride after losing its kernel's context); output_frames() is monotone.
+  int64_t frames = rows * subsampling().rate;
   while (embed_->output_frames(frames + 1) <= rows) ++frames;
   return frames;
 }

@@ -73,10 +73,11 @@ MaterializedWhisper materialize_whisper_model(const WhisperSource& source,
                                               const quant::QuantizationConfig& quantization,
                                               const MaterializeOptions& options) {
   MaterializedWhisper out;
-  check_block_count(*source.weights, "model.encoder.layers.", source.config.encoder_layers,
-                    "encoder_layers", source.dir / "config.json");
-  check_block_count(*source.weights, "model.decoder.layers.", source.config.decoder_layers,
-                    "decoder_layers", source.dir / "config.json");
+  const std::vector<std::string> names = source.weights->names();
+  check_block_count(names, "model.encoder.layers.", source.config.encoder_layers, "encoder_layers",
+                    source.dir / "config.json");
+  check_block_count(names, "model.decoder.layers.", source.config.decoder_layers, "decoder_layers",
+                    source.dir / "config.json");
   out.model = std::make_unique<WhisperModel>(source.config);
   WhisperModel& model = *out.model;
   LoadHooks hooks;

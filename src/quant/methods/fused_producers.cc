@@ -17,8 +17,9 @@ std::atomic<int64_t> g_scaled_mm_quant_calls{0};
 // The format's row, refusing one without a fused body on `device`.
 const NumberFormat& fused_format(const char* op, QDType format, Device device) {
   const NumberFormat& row = number_format(format);
-  OASR_CHECK(row.fuses_norm_quant_on(device), kUnsupported, op, ": the ", row.name, " format has no fused body on ",
-             device.str(), "; disarm the links (OASR_QUANT_FUSION=0)");
+  OASR_CHECK(row.fuses_norm_quant_on(device), kUnsupported, op, ": the ", row.name,
+             " format has no fused body on ", device.str(),
+             "; disarm the links (OASR_QUANT_FUSION=0)");
   return row;
 }
 
