@@ -215,7 +215,8 @@ void Module::load_state_dict(const TensorSource& source, const LoadOptions& opti
   }
   if (!missing.empty() || !unexpected.empty() || !wrong.empty()) {
     std::ostringstream msg;
-    msg << "checkpoint does not match " << type_name_ << (path_.empty() ? "" : " '" + path_ + "'")
+    // Key paths, not class names: the user knows the checkpoint's keys.
+    msg << "the checkpoint does not fit the model" << (path_.empty() ? "" : " at '" + path_ + "'")
         << ": " << missing.size() << " missing, " << unexpected.size() << " unexpected, "
         << wrong.size() << " with the wrong shape or dtype";
     auto list = [&](const char* title, const std::vector<std::string>& names) {

@@ -9,6 +9,23 @@
 #include "quantize/apply_links.h"
 
 namespace oasr::models {
+namespace {
+
+// Module::load_state_dict, its refusal naming the directory and the likely
+// cause: weights and config from different models (or a truncated export).
+void load_weights(Module& model, const quant::QuantLayout& layout, const LoadSource& source) {
+  try {
+    model.load_state_dict(*source.weights);
+  } catch (const Error& e) {
+    if (e.code() != ErrorCode::kInvalidArgument) throw;
+    OASR_THROW(kInvalidArgument, source.dir.string(), ": ", e.what(),
+               "\n  the weights do not fit the ", layout.architecture,
+               " model that the directory's config describes: the config and the weights must "
+               "come from the same model (a config edited by hand, or weights of another size?)");
+  }
+}
+
+}  // namespace
 
 quant::QuantizationSpec load_model(Module& model, const quant::QuantLayout& layout,
                                    const LoadSource& source,
@@ -26,7 +43,7 @@ quant::QuantizationSpec load_model(Module& model, const quant::QuantLayout& layo
                " has no autoregressive decoder KV cache to store in fp8; drop kv_cache");
     if (hooks.spec_resolved) hooks.spec_resolved(spec);
     quant::prepare_quantized_slots(model, spec);
-    model.load_state_dict(*source.weights);  // strict, dtype-checked against the prepared slots
+    load_weights(model, layout, source);  // strict, dtype-checked against the prepared slots
     if (hooks.weights_loaded) hooks.weights_loaded();
   } else {
     quant::SpecOptions spec_options;
@@ -34,7 +51,7 @@ quant::QuantizationSpec load_model(Module& model, const quant::QuantLayout& layo
     spec_options.recipe = options.recipe;
     spec = quant::spec_from_config(quantization, model, layout, spec_options);
     if (hooks.spec_resolved) hooks.spec_resolved(spec);
-    model.load_state_dict(*source.weights);  // strict
+    load_weights(model, layout, source);  // strict
     if (hooks.weights_loaded) hooks.weights_loaded();
     quant::quantize_model_online(model, spec);
   }

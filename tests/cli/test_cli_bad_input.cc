@@ -285,6 +285,31 @@ TEST(CliBadInput, AConfigBlockCountTheTensorsDoNotHoldIsRefusedAtOnce) {
                   "6 blocks (encoder.encoders.0 .. encoder.encoders.5)"});
 }
 
+// [W3-S] Weights that do not fit the config are refused naming the
+// directory, the checkpoint keys and the likely cause, not an internal class
+// ("checkpoint does not match U2pp").
+TEST(CliBadInput, WeightsThatDoNotFitTheConfigNameTheDirectoryAndTheKeys) {
+  const TempDir dir;
+  const std::filesystem::path copy = dir.path() / "u2pp";
+  std::filesystem::copy(kModel, copy, std::filesystem::copy_options::recursive);
+  nlohmann::json config;
+  std::ifstream(copy / "oasr_config.json") >> config;
+  config["model"]["encoder"]["linear_units"] = 1024;  // the tensors hold 512
+  std::ofstream(copy / "oasr_config.json") << config.dump();
+  const CommandResult r = run_command(shell_quote(OASR_CLI_BINARY) + " transcribe --ckpt-dir " +
+                                      shell_quote(copy.string()) + " /nonexistent/a.wav 2>&1");
+  EXPECT_EQ(r.exit_code, 1) << r.output;
+  for (const std::string& part :
+       {copy.string() + ": the checkpoint does not fit the model",
+        std::string("encoder.encoders.0.feed_forward.w_1.weight: shape [512, 256], expected "
+                    "[1024, 256]"),
+        std::string("the weights do not fit the U2++ Conformer model that the directory's "
+                    "config describes")}) {
+    EXPECT_NE(r.output.find(part), std::string::npos) << part << "\nin:\n" << r.output;
+  }
+  EXPECT_EQ(r.output.find("U2pp"), std::string::npos) << r.output;
+}
+
 // [W3-S] A malformed switch is the start-up's error, not the first audio
 // file's: no audio path in front of it.
 TEST(CliBadInput, AMalformedSwitchIsRefusedAtStartUpWithoutAnAudioPath) {
