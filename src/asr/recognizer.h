@@ -72,14 +72,19 @@ class Recognizer {
 
   // The rate transcribe() and sessions expect.
   virtual int sample_rate() const = 0;
-  // The longest utterance transcribe() takes at once, and why (a model with
-  // a fixed positional table); unbounded by default. ASREngine refuses
-  // longer audio up front with it, and oasr-server caps --max-audio-seconds.
+  // The longest utterance transcribe() takes at once with `options` (resolved
+  // decode options), and why (a model with a fixed positional table);
+  // unbounded by default. ASREngine refuses longer audio up front with the
+  // limit of its configured options, and oasr-server caps
+  // --max-audio-seconds with it.
   struct AudioLimit {
     double seconds = std::numeric_limits<double>::infinity();
     std::string why;
   };
-  virtual AudioLimit audio_limit() const { return {}; }
+  virtual AudioLimit audio_limit(const DecodeOptions& options) const {
+    (void)options;
+    return {};
+  }
   // The decode settings `overrides` asks for over the checkpoint's and the
   // architecture's defaults, validated; a method or knob this architecture
   // (or the chosen method) does not read is refused by name.

@@ -37,7 +37,7 @@ ASREngine::ASREngine(const EngineConfig& config) : config_(config) {
   recognizer_ = architecture_->make_recognizer(config_);
   decode_ = recognizer_->resolve_decode(config_.decode);
   quantization_info_ = recognizer_->quantization_info();
-  audio_limit_ = recognizer_->audio_limit();
+  audio_limit_ = recognizer_->audio_limit(decode_);
   log_quantization();
 }
 

@@ -24,6 +24,15 @@ namespace websocket = beast::websocket;
 using tcp = boost::asio::ip::tcp;
 
 constexpr const char* kRoute = "/v1/audio/stream";
+
+// [{"start", "end", "text"}, ...] in seconds of the stream.
+nlohmann::json segments_json(const std::vector<engine::Segment>& segments) {
+  nlohmann::json out = nlohmann::json::array();
+  for (const engine::Segment& s : segments) {
+    out.push_back({{"start", s.start}, {"end", s.end}, {"text", s.text}});
+  }
+  return out;
+}
 constexpr size_t kMaxMessageBytes = 4u << 20;
 
 class StreamSession : public std::enable_shared_from_this<StreamSession> {
@@ -98,6 +107,7 @@ class StreamSession : public std::enable_shared_from_this<StreamSession> {
               {"text", final.text},
               {"tokens", final.tokens},
               {"duration", static_cast<double>(samples_) / stream_.sample_rate}};
+          if (!final.segments.empty()) reply["segments"] = segments_json(final.segments);
           send(reply.dump(), /*then_close=*/true);
         });
   }
@@ -135,9 +145,14 @@ class StreamSession : public std::enable_shared_from_this<StreamSession> {
           return stream_.session->accept_waveform(samples);
         },
         [this](engine::Transcript partial) {
-          if (partial.text != last_partial_) {
+          // With endpointing (a U2++ stream's `endpoint`), the segments this
+          // audio ended ride on the partial message; its text is then the
+          // new segment's.
+          if (partial.text != last_partial_ || !partial.segments.empty()) {
             last_partial_ = partial.text;
-            send(nlohmann::json{{"type", "partial"}, {"text", partial.text}}.dump(), false);
+            nlohmann::json message = {{"type", "partial"}, {"text", partial.text}};
+            if (!partial.segments.empty()) message["segments"] = segments_json(partial.segments);
+            send(message.dump(), false);
             return;
           }
           read();

@@ -106,6 +106,39 @@ def test_another_rate_is_resampled_as_a_file_of_that_rate_is(ws_server, tmp_path
     assert abs(messages[-1]["duration"] - n / rate) < 1e-9
 
 
+def test_endpointed_stream_reports_segments_each_its_own_audios_transcript(ws_server, tmp_path):
+    # Three prompts with 1.5 s of silence after each: rule 2 (1 s of silence
+    # after text) ends a segment after each prompt. Each reported segment is
+    # `oasr transcribe --chunk-size 16` of its own audio, [start, end) s.
+    names = ["agent-loginok", "vm-goodbye", "conf-onlyperson"]
+    rate, audio = None, b""
+    for name in names:
+        r, data = pcm(sound(name))
+        assert rate in (None, r)
+        rate = r
+        audio += data + b"\x00\x00" * (rate * 3 // 2)
+    messages, code = asyncio.run(stream(f"ws://127.0.0.1:{ws_server.port}/v1/audio/stream",
+                                        {"sample_rate": rate, "format": "pcm_s16le",
+                                         "endpoint": True}, uneven(audio)))
+    assert code == 1000, messages
+    final = messages[-1]
+    assert final["type"] == "final", messages
+    ended = [s for m in messages[:-1] for s in m.get("segments", [])]
+    assert len(final["segments"]) >= len(names), final
+    assert ended == final["segments"][:len(ended)]
+    spoken = [s for s in final["segments"] if s["text"]]
+    assert final["text"] == " ".join(s["text"] for s in spoken)
+    for i, segment in enumerate(final["segments"]):
+        first, last = round(segment["start"] * rate), round(segment["end"] * rate)
+        path = str(tmp_path / f"segment{i}.wav")
+        with wave.open(path, "wb") as w:
+            w.setnchannels(1)
+            w.setsampwidth(2)
+            w.setframerate(rate)
+            w.writeframes(audio[2 * first:2 * last])
+        assert cli_transcripts([path], "--chunk-size", "16")[path] == segment["text"], segment
+
+
 BAD = [
     ("not json", "hello", [], "not JSON"),
     ("no rate", {"format": "pcm_s16le"}, [], "sample_rate"),

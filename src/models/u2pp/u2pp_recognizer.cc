@@ -1,6 +1,7 @@
 #include "models/u2pp/u2pp_recognizer.h"
 
 #include <algorithm>
+#include <cmath>
 #include <exception>
 #include <functional>
 #include <numeric>
@@ -141,6 +142,26 @@ std::vector<DecodeOptionSpec> u2pp_decode_options() {
                    .help = "chunks of history kept in the attention cache (-1: all)",
                    .default_text = "-1",
                    .min = -1});
+  specs.push_back({.key = "endpoint",
+                   .kind = DecodeValueKind::kBool,
+                   .help = "streaming: end a segment at CTC endpoints as WeNet's runtime does "
+                           "(5 s of silence, or endpoint_silence after text, or "
+                           "max_segment_seconds) and go on from a fresh state, so a stream of "
+                           "any length decodes in bounded memory",
+                   .default_text = "false"});
+  specs.push_back({.key = "endpoint_silence",
+                   .kind = DecodeValueKind::kNumber,
+                   .help = "with endpoint: seconds of trailing silence after text that end a "
+                           "segment",
+                   .default_text = "1.0",
+                   .min = 0.04,
+                   .max = 60.0});
+  specs.push_back({.key = "max_segment_seconds",
+                   .kind = DecodeValueKind::kNumber,
+                   .help = "with endpoint: the longest segment, in seconds",
+                   .default_text = "20",
+                   .min = 1.0,
+                   .max = 3600.0});
   return specs;
 }
 
@@ -152,6 +173,9 @@ U2ppDecode U2ppDecode::from(const DecodeOptions& options) {
   d.reverse_weight = options.get<double>("reverse_weight");
   d.chunk_size = options.get<int64_t>("chunk_size");
   d.left_chunks = options.get<int64_t>("left_chunks");
+  d.endpoint = options.get<bool>("endpoint");
+  d.endpoint_silence = options.get<double>("endpoint_silence");
+  d.max_segment_seconds = options.get<double>("max_segment_seconds");
   return d;
 }
 
@@ -163,6 +187,9 @@ DecodeOptions U2ppDecode::values() const {
   out.set("reverse_weight", reverse_weight);
   out.set("chunk_size", chunk_size);
   out.set("left_chunks", left_chunks);
+  out.set("endpoint", endpoint);
+  out.set("endpoint_silence", endpoint_silence);
+  out.set("max_segment_seconds", max_segment_seconds);
   return out;
 }
 
@@ -193,7 +220,10 @@ int U2ppRecognizer::sample_rate() const {
   return static_cast<int>(source_.config.fbank.sample_rate);
 }
 
-Recognizer::AudioLimit U2ppRecognizer::audio_limit() const {
+Recognizer::AudioLimit U2ppRecognizer::audio_limit(const DecodeOptions& options) const {
+  // Segmented at endpoints, positions restart with every segment, and rule 3
+  // keeps a segment inside the table (resolve_decode checks it).
+  if (U2ppDecode::from(options).endpoint) return {};
   // Offline, every encoder frame has an absolute position in WeNet's table:
   // the longest audio is the one whose fbank frames (Kaldi's snip_edges:
   // one per shift once a window fits) subsample to the table's rows.
@@ -213,6 +243,19 @@ Recognizer::AudioLimit U2ppRecognizer::audio_limit() const {
 
 DecodeOptions U2ppRecognizer::resolve_decode(const DecodeOverrides& o) const {
   const U2ppDecode d = resolve_knobs(o);
+  if (d.endpoint) {
+    // Rule 3 is checked after each chunk, so a segment runs up to one chunk
+    // past max_segment_seconds; all of it must fit the positional table.
+    const AudioLimit table = audio_limit(U2ppDecode{}.values());
+    const double chunk_seconds = static_cast<double>(d.chunk_size) *
+                                 static_cast<double>(model_->encoder().subsampling().rate) *
+                                 fbank_->options().frame_shift_ms / 1000.0;
+    OASR_CHECK(d.max_segment_seconds + chunk_seconds <= table.seconds, kInvalidArgument,
+               "max_segment_seconds (--max-segment-seconds) ", d.max_segment_seconds,
+               " s and one chunk of ", chunk_seconds, " s exceed the ", table.seconds,
+               " s this model takes at once (", table.why, "); use at most ",
+               std::floor(table.seconds - chunk_seconds));
+  }
   OASR_CHECK(d.method != kRescoring || d.reverse_weight == 0.0 || model_->has_right_decoder(),
              kInvalidArgument, "reverse_weight ", d.reverse_weight,
              " needs a bidirectional decoder, and ", ckpt_dir_.string(),
@@ -246,6 +289,16 @@ U2ppDecode U2ppRecognizer::resolve_knobs(const DecodeOverrides& o) const {
   d.reverse_weight = o.find<double>("reverse_weight").value_or(defaults.reverse_weight);
   d.chunk_size = o.find<int64_t>("chunk_size").value_or(defaults.decoding_chunk_size);
   d.left_chunks = o.find<int64_t>("left_chunks").value_or(defaults.num_decoding_left_chunks);
+  d.endpoint = o.find<bool>("endpoint").value_or(false);
+  for (const char* key : {"endpoint_silence", "max_segment_seconds"}) {
+    OASR_CHECK(!o.has(key) || d.endpoint, kInvalidArgument, decode_label(key),
+               " sets an endpoint rule, and endpointing is off: drop it or add --endpoint true");
+  }
+  OASR_CHECK(!d.endpoint || d.chunk_size > 0, kInvalidArgument,
+             "endpoint (--endpoint) ends segments between chunks, and chunk_size is -1 "
+             "(offline): set --chunk-size N (e.g. 16)");
+  d.endpoint_silence = o.find<double>("endpoint_silence").value_or(d.endpoint_silence);
+  d.max_segment_seconds = o.find<double>("max_segment_seconds").value_or(d.max_segment_seconds);
   // The checkpoint's defaults are held to the declared ranges too.
   const std::vector<DecodeOptionSpec> specs = u2pp_decode_options();
   const DecodeOptions resolved = d.values();
@@ -273,6 +326,22 @@ std::vector<Transcript> U2ppRecognizer::transcribe(std::span<const Waveform> utt
                                                    const DecodeOptions& resolved,
                                                    int64_t max_batch_size) const {
   const U2ppDecode options = U2ppDecode::from(resolved);
+  if (options.endpoint) {
+    // Segmented at endpoints: each utterance is a stream of its own, fed in
+    // pieces of one second (the result does not depend on the pieces), so
+    // memory beyond the audio itself stays bounded by a segment.
+    std::vector<Transcript> results;
+    const size_t piece = static_cast<size_t>(sample_rate());
+    for (const Waveform& utterance : utterances) {
+      U2ppStreamingSession session(*this, options);
+      for (size_t at = 0; at < utterance.size(); at += piece) {
+        throw_if_cancelled();
+        session.accept_waveform(utterance.subspan(at, std::min(piece, utterance.size() - at)));
+      }
+      results.push_back(session.finish());
+    }
+    return results;
+  }
   // Features of every utterance at once on the CPU pool (a few ms each on
   // one core, the host's largest share of a GPU batch); each utterance's
   // bits do not depend on the thread. The first refused utterance's error
@@ -421,7 +490,27 @@ U2ppStreamingSession::U2ppStreamingSession(const U2ppRecognizer& recognizer,
                                            const U2ppDecode& options)
     : recognizer_(recognizer),
       options_(options),
-      encoder_(recognizer.model().encoder(), options.chunk_size, options.left_chunks) {}
+      encoder_(recognizer.model().encoder(), options.chunk_size, options.left_chunks) {
+  const models::SubsamplingGeometry geometry = recognizer.model().encoder().subsampling();
+  window_frames_ = (options.chunk_size - 1) * geometry.rate + geometry.right_context + 1;
+  if (options.endpoint) {
+    decode::EndpointConfig config;
+    config.blank_id = recognizer.model().config().blank_id;
+    config.rule2.min_trailing_silence_s = options.endpoint_silence;
+    config.rule3.min_segment_s = options.max_segment_seconds;
+    endpointer_.emplace(config, static_cast<double>(geometry.rate) *
+                                    recognizer.fbank().options().frame_shift_ms / 1000.0);
+  }
+}
+
+double U2ppStreamingSession::frame_start_seconds(int64_t frame) const {
+  return static_cast<double>(frame) * recognizer_.fbank().options().frame_shift_ms / 1000.0;
+}
+
+double U2ppStreamingSession::frames_end_seconds(int64_t frame_end) const {
+  const audio::FbankOptions& o = recognizer_.fbank().options();
+  return (static_cast<double>(frame_end - 1) * o.frame_shift_ms + o.frame_length_ms) / 1000.0;
+}
 
 Transcript U2ppStreamingSession::accept_waveform(std::span<const float> samples) {
   OASR_CHECK(!finished_, kInvalidArgument,
@@ -436,30 +525,108 @@ Transcript U2ppStreamingSession::accept_waveform(std::span<const float> samples)
     const Tensor feats = fbank.compute(pending_samples_);
     const int64_t consumed = frames * fbank.options().window_shift();
     pending_samples_.erase(pending_samples_.begin(), pending_samples_.begin() + consumed);
-    append_encoder_frames(encoder_.accept(feats));
+    encoder_.append(feats);
+    run_windows();
   }
-  return partial();
+  Transcript t = partial();
+  t.segments.assign(segments_.begin() + static_cast<std::ptrdiff_t>(segments_returned_),
+                    segments_.end());
+  segments_returned_ = segments_.size();
+  return t;
+}
+
+void U2ppStreamingSession::run_windows() {
+  while (true) {
+    const int64_t window_start = encoder_.frames_consumed();
+    const Tensor out = encoder_.next_window();
+    if (!out.defined()) return;
+    append_encoder_frames(out);
+    // Only a full window can end a segment: the last, shorter ones belong
+    // to finish(), which ends the stream's last segment anyway.
+    if (endpointer_ && out.size(1) == options_.chunk_size &&
+        endpointer_->accept(ctc_chunks_.back().select(0, 0), segment_has_token_)) {
+      end_segment(window_start + window_frames_);
+    }
+  }
 }
 
 Transcript U2ppStreamingSession::finish() {
   OASR_CHECK(!finished_, kInvalidArgument, "this streaming session has already finished");
   finished_ = true;
-  append_encoder_frames(encoder_.finish());
-  OASR_CHECK(!encoder_chunks_.empty(), kInvalidArgument,
+  encoder_.finish_input();
+  run_windows();
+  if (!endpointer_) {
+    OASR_CHECK(!encoder_chunks_.empty(), kInvalidArgument,
+               "the streaming session received less audio than one analysis window; "
+               "nothing to recognise");
+    const Tensor encoder_out =
+        concat_frames(encoder_chunks_, recognizer_.model().config().encoder.output_size);
+    // CTC over the whole utterance at once, as the offline path computes it.
+    const Tensor log_probs =
+        host_f32(recognizer_.model().ctc_log_probs(encoder_out)).select(0, 0).contiguous();
+    return recognizer_.decode_utterance(log_probs, encoder_out, options_);
+  }
+  OASR_CHECK(!encoder_chunks_.empty() || !segments_.empty(), kInvalidArgument,
              "the streaming session received less audio than one analysis window; "
              "nothing to recognise");
+  if (!encoder_chunks_.empty()) end_segment(-1);
+  Transcript whole = std::move(ended_);
+  // A segment's text is detokenized on its own (no word boundary token
+  // ends it), so texts of a word-spaced tokenizer are joined by a space.
+  const std::string separator = recognizer_.words_are_spaced() ? " " : "";
+  for (const Segment& segment : segments_) {
+    if (segment.text.empty()) continue;
+    if (!whole.text.empty()) whole.text += separator;
+    whole.text += segment.text;
+  }
+  whole.segments = std::move(segments_);
+  return whole;
+}
+
+void U2ppStreamingSession::end_segment(int64_t last_frame_end) {
   const Tensor encoder_out =
       concat_frames(encoder_chunks_, recognizer_.model().config().encoder.output_size);
-  // CTC over the whole utterance at once, as the offline path computes it.
   const Tensor log_probs =
       host_f32(recognizer_.model().ctc_log_probs(encoder_out)).select(0, 0).contiguous();
-  return recognizer_.decode_utterance(log_probs, encoder_out, options_);
+  const Transcript t = recognizer_.decode_utterance(log_probs, encoder_out, options_);
+  Segment segment;
+  segment.start = frame_start_seconds(segment_first_frame_);
+  // The stream's last segment ends where its audio does (pending samples
+  // shorter than a frame are not part of any frame).
+  segment.end = last_frame_end >= 0
+                    ? frames_end_seconds(last_frame_end)
+                    : frames_end_seconds(encoder_.frames_consumed() + encoder_.frames_buffered());
+  segment.text = t.text;
+  segment.tokens = t.tokens;
+  ended_.tokens.insert(ended_.tokens.end(), t.tokens.begin(), t.tokens.end());
+  for (const TokenTime& time : t.token_times) {
+    ended_.token_times.push_back({time.start + segment.start, time.end + segment.start});
+  }
+  ended_.score += t.score;
+  segments_.push_back(std::move(segment));
+  encoder_chunks_.clear();
+  ctc_chunks_.clear();
+  segment_has_token_ = false;
+  segment_first_frame_ = encoder_.restart_segment();
+  endpointer_->reset();
 }
 
 void U2ppStreamingSession::append_encoder_frames(const Tensor& frames) {
   if (!frames.defined() || frames.size(1) == 0) return;
   encoder_chunks_.push_back(frames.contiguous());
   ctc_chunks_.push_back(host_f32(recognizer_.model().ctc_log_probs(frames)));
+  if (!segment_has_token_) {
+    // Whether the greedy path holds a token: some frame's best label is not
+    // the blank (the endpoint rules' "decoded something").
+    const Tensor& probs = ctc_chunks_.back();
+    const int64_t vocab = probs.size(2);
+    const int64_t blank = recognizer_.model().config().blank_id;
+    const float* data = probs.data<float>();
+    for (int64_t f = 0; f < probs.size(1) && !segment_has_token_; ++f) {
+      const float* row = data + f * vocab;
+      segment_has_token_ = std::max_element(row, row + vocab) - row != blank;
+    }
+  }
 }
 
 Transcript U2ppStreamingSession::partial() const {

@@ -16,6 +16,7 @@
 
 #include "asr/recognizer.h"
 #include "audio/fbank.h"
+#include "decode/ctc_endpoint.h"
 #include "decode/ctc_search.h"
 #include "decode/units.h"
 #include "models/u2pp/model_source.h"
@@ -33,6 +34,11 @@ struct U2ppDecode {
   double reverse_weight = 0.0;
   int64_t chunk_size = -1;   // decoding_chunk_size; -1 = offline
   int64_t left_chunks = -1;  // num_decoding_left_chunks; -1 = all
+  // Streaming: end a segment at CTC endpoints (decode/ctc_endpoint.h) and
+  // decode on from a fresh state.
+  bool endpoint = false;
+  double endpoint_silence = 1.0;      // rule 2's trailing silence, seconds
+  double max_segment_seconds = 20.0;  // rule 3's segment length, seconds
 
   // Every key set (a resolved DecodeOptions of U2++'s keys).
   static U2ppDecode from(const DecodeOptions& options);
@@ -40,7 +46,8 @@ struct U2ppDecode {
 };
 
 // U2++'s decode keys: decode_method, beam_size, ctc_weight, reverse_weight,
-// chunk_size, left_chunks (models/u2pp/u2pp_architecture.cc declares them).
+// chunk_size, left_chunks, endpoint, endpoint_silence, max_segment_seconds
+// (models/u2pp/u2pp_architecture.cc declares them).
 std::vector<DecodeOptionSpec> u2pp_decode_options();
 
 class U2ppRecognizer final : public Recognizer {
@@ -52,7 +59,7 @@ class U2ppRecognizer final : public Recognizer {
       "ctc_greedy_search, ctc_prefix_beam_search or attention_rescoring";
 
   int sample_rate() const override;
-  AudioLimit audio_limit() const override;
+  AudioLimit audio_limit(const DecodeOptions& options) const override;
   DecodeOptions resolve_decode(const DecodeOverrides& overrides) const override;
   std::vector<Transcript> transcribe(std::span<const Waveform> utterances,
                                      const DecodeOptions& options,
@@ -61,6 +68,9 @@ class U2ppRecognizer final : public Recognizer {
   // Needs chunk_size > 0.
   std::unique_ptr<StreamingSession> start_session(const DecodeOptions& options) const override;
   std::string detokenize(std::span<const int64_t> tokens) const override;
+  // Whether detokenized text separates words by spaces (BPE) rather than
+  // running characters together (a character model's text).
+  bool words_are_spaced() const { return detokenize_.kind == decode::TokenizerKind::kBpe; }
   Module& module() override { return *model_; }
   const quant::QuantizationSpec& quantization_spec() const override { return spec_; }
   // With the fold links of U2++'s quantization layout.
@@ -106,9 +116,20 @@ class U2ppRecognizer final : public Recognizer {
 
 // Audio in pieces -> partial results, then the final one. Partial results
 // are the CTC prefix beam search (greedy for ctc_greedy_search) over the
-// encoder frames so far; finish() applies the session's decode method to
-// the whole utterance, giving exactly what transcribe() gives with the
-// same chunk_size.
+// encoder frames of the open segment; finish() applies the session's decode
+// method, giving exactly what transcribe() gives with the same chunk_size.
+//
+// With `endpoint`, a segment ends where WeNet's runtime ends one (CTC
+// endpoints: decode/ctc_endpoint.h, checked after every chunk): it is
+// decoded with the session's method, reported in the Transcript's segments
+// (start and end in seconds of the stream), and the stream goes on from a
+// fresh encoder state at the next chunk's first frame. A segment is then
+// exactly transcribe() of its own audio, [start, end) of the stream, and
+// memory stays bounded however long the stream runs (rule 3 bounds a
+// segment's length). accept_waveform() returns the open segment's partial
+// result and the segments its audio ended; finish() returns the whole
+// stream: every token and segment, the text the segments' texts joined by a
+// space where words are spaced (else run together).
 class U2ppStreamingSession final : public StreamingSession {
  public:
   U2ppStreamingSession(const U2ppRecognizer& recognizer, const U2ppDecode& options);
@@ -118,16 +139,32 @@ class U2ppStreamingSession final : public StreamingSession {
   bool finished() const override { return finished_; }
 
  private:
+  // Runs every window the encoder can, checking for an endpoint after each.
+  void run_windows();
   void append_encoder_frames(const Tensor& frames);
+  // Decodes the open segment, records it, and restarts the encoder there.
+  // `last_frame_end`: the fbank frame after the segment's last frame.
+  void end_segment(int64_t last_frame_end);
   Transcript partial() const;
+  // Seconds of the stream at fbank frame f's start / at the end of the
+  // window of frames that ends before frame f.
+  double frame_start_seconds(int64_t frame) const;
+  double frames_end_seconds(int64_t frame_end) const;
 
   const U2ppRecognizer& recognizer_;
   U2ppDecode options_;
   models::U2ppStreamingEncoder encoder_;
+  std::optional<decode::CtcEndpoint> endpointer_;
+  int64_t window_frames_;  // fbank frames of a full encoder window
   // Samples from the start of the next fbank frame on.
   std::vector<float> pending_samples_;
-  std::vector<Tensor> encoder_chunks_;  // [1, k, D] each
+  std::vector<Tensor> encoder_chunks_;  // [1, k, D] each, of the open segment
   std::vector<Tensor> ctc_chunks_;      // [1, k, V] each, for partial results
+  bool segment_has_token_ = false;      // a frame of the open segment is not blank at best
+  int64_t segment_first_frame_ = 0;     // the open segment's first fbank frame
+  std::vector<Segment> segments_;       // the ended segments, in order
+  size_t segments_returned_ = 0;        // how many accept_waveform() has returned
+  Transcript ended_;                    // tokens and token times of the ended segments
   bool finished_ = false;
 };
 

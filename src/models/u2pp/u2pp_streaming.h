@@ -29,14 +29,30 @@ class U2ppStreamingEncoder {
   Tensor finish();
   // Back to the start of a new utterance (caches and buffered frames dropped).
   void reset();
+  // Appends fbank frames like accept() but runs nothing; next_window() runs.
+  void append(const Tensor& fbank);
+  // Runs the next window if it is complete (or, after finish_input(), while
+  // one still holds right_context + 1 frames): [1, chunk, D], or an
+  // undefined tensor when no window can run yet.
+  Tensor next_window();
+  // No more frames will come: next_window() runs the last, shorter windows.
+  void finish_input();
+  // Starts a new segment at the next window: caches and the position offset
+  // back to zero, the buffered frames (from the next window's start on)
+  // kept, so the segment is exactly a fresh stream over the frames from
+  // there on. Returns the fbank frames consumed since the stream began.
+  int64_t restart_segment();
+  int64_t frames_consumed() const { return consumed_; }  // fbank frames behind the buffer
+  int64_t frames_buffered() const { return static_cast<int64_t>(buffer_.size()) / feature_dim_; }
 
   int64_t frames_out() const { return offset_; }  // encoder frames produced so far
   bool finished() const { return finished_; }
 
  private:
-  // Runs windows while one starting at buffer position 0 is complete
-  // (or, when `flush`, while it still holds right_context + 1 frames).
-  Tensor drain(bool flush);
+  // Runs windows while next_window() gives one.
+  Tensor drain();
+  // The checks append() applies to a piece of fbank frames.
+  void check_frames(const Tensor& fbank) const;
 
   const ConformerEncoder& encoder_;
   int64_t chunk_;
@@ -49,6 +65,8 @@ class U2ppStreamingEncoder {
   Tensor att_cache_;
   Tensor cnn_cache_;
   int64_t offset_ = 0;
+  int64_t consumed_ = 0;  // fbank frames dropped from the buffer's front so far
+  bool input_finished_ = false;
   bool finished_ = false;
 };
 
