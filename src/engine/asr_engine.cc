@@ -3,6 +3,7 @@
 #include <cmath>
 
 #include "audio/audio_file.h"
+#include "audio/silence.h"
 #include "core/env.h"
 #include "core/logging.h"
 #include "layers/quantizable.h"
@@ -98,7 +99,7 @@ std::vector<Transcript> ASREngine::transcribe_files(const std::vector<std::files
   std::vector<std::vector<float>> utterances;
   utterances.reserve(paths.size());
   for (const auto& path : paths) utterances.push_back(load_utterance(path));
-  return recognizer_->transcribe(views_of(utterances), options, config_.max_batch_size);
+  return decode(views_of(utterances), options);
 }
 
 std::vector<Transcript> ASREngine::transcribe(const std::vector<std::vector<float>>& utterances,
@@ -118,7 +119,7 @@ std::vector<Transcript> ASREngine::transcribe(std::span<const Waveform> utteranc
   for (size_t i = 0; i < utterances.size(); ++i) {
     check_length(utterances[i].size(), "utterance " + std::to_string(i));
   }
-  return recognizer_->transcribe(utterances, options, config_.max_batch_size);
+  return decode(utterances, options);
 }
 
 std::vector<UtteranceResult> ASREngine::transcribe_each(std::span<const Waveform> utterances,
@@ -152,8 +153,7 @@ void ASREngine::transcribe_splitting(std::span<const Waveform> utterances,
   batch.reserve(indices.size());
   for (size_t i : indices) batch.push_back(utterances[i]);
   try {
-    std::vector<Transcript> decoded =
-        recognizer_->transcribe(batch, options, config_.max_batch_size);
+    std::vector<Transcript> decoded = decode(batch, options);
     for (size_t k = 0; k < indices.size(); ++k) {
       results[indices[k]].transcript = std::move(decoded[k]);
     }
@@ -172,6 +172,30 @@ void ASREngine::transcribe_splitting(std::span<const Waveform> utterances,
                        results);
   transcribe_splitting(utterances, labels, std::vector<size_t>(middle, indices.end()), options,
                        results);
+}
+
+std::vector<Transcript> ASREngine::decode(std::span<const Waveform> utterances,
+                                          const DecodeOptions& options) const {
+  // Silence by the signal (audio/silence.h) is an empty transcript: both
+  // models name a token on digital silence or DC ("A", " you").
+  std::vector<Transcript> results(utterances.size());
+  std::vector<Waveform> heard;
+  std::vector<size_t> heard_at;
+  for (size_t i = 0; i < utterances.size(); ++i) {
+    if (audio::is_silent(utterances[i])) {
+      log::debug(
+          "utterance {}: silence ({:.1f} dBFS RMS about its mean, under {} dBFS): empty "
+          "transcript",
+          i, audio::deviation_rms_dbfs(utterances[i]), audio::kSilenceDbfs);
+      continue;
+    }
+    heard.push_back(utterances[i]);
+    heard_at.push_back(i);
+  }
+  if (heard.empty()) return results;
+  std::vector<Transcript> decoded = recognizer_->transcribe(heard, options, config_.max_batch_size);
+  for (size_t k = 0; k < heard.size(); ++k) results[heard_at[k]] = std::move(decoded[k]);
+  return results;
 }
 
 std::unique_ptr<StreamingSession> ASREngine::start_session(const DecodeOverrides& overrides) const {

@@ -131,6 +131,10 @@ class ASREngine {
   void log_quantization() const;
   void check_length(size_t samples, const std::string& label) const;
   // Decodes utterances[indices], splitting the set on failure (transcribe_each).
+  // recognizer_->transcribe() of the utterances that are not silence by the
+  // signal (audio/silence.h); a silent one's transcript is empty.
+  std::vector<Transcript> decode(std::span<const Waveform> utterances,
+                                 const DecodeOptions& options) const;
   void transcribe_splitting(std::span<const Waveform> utterances,
                             const std::vector<std::string>& labels, std::vector<size_t> indices,
                             const DecodeOptions& options,

@@ -78,12 +78,14 @@ TEST(CliDecodeFlags, AFlagTheMethodDoesNotReadIsRefusedByName) {
                  {"--beam-size", "[1, 128]"}, whisper.path().string());
 }
 
-// `seconds` of a 440 Hz tone, 8 kHz 16-bit mono PCM WAV.
-void write_tone_wav(const std::string& path, double seconds = 1.0) {
+// `seconds` of a 440 Hz tone of `amplitude` on a `dc` offset (int16 steps),
+// 8 kHz 16-bit mono PCM WAV.
+void write_tone_wav(const std::string& path, double seconds = 1.0, double amplitude = 8000.0,
+                    double dc = 0.0) {
   constexpr uint32_t kRate = 8000;
   std::vector<int16_t> samples(static_cast<size_t>(kRate * seconds));
   for (size_t i = 0; i < samples.size(); ++i) {
-    samples[i] = static_cast<int16_t>(8000.0 * std::sin(2.0 * M_PI * 440.0 * i / kRate));
+    samples[i] = static_cast<int16_t>(dc + amplitude * std::sin(2.0 * M_PI * 440.0 * i / kRate));
   }
   const uint32_t data_bytes = static_cast<uint32_t>(samples.size() * 2);
   std::ofstream out(path, std::ios::binary);
@@ -119,6 +121,24 @@ TEST(CliDecodeFlags, TheDefaultsAndValidValuesStillServe) {
     EXPECT_EQ(r.exit_code, 0) << r.err;
     EXPECT_EQ(r.out.rfind(wav, 0), 0u) << r.out;
   }
+}
+
+// [W3-S] Digital silence and a DC offset hold no speech: an empty transcript
+// (U2++ said "A", Whisper " you"), while a quiet tone at -75 dBFS is still
+// decoded, alone or between the silent files, with the same text.
+TEST(CliTranscribeInput, SilenceAndDcAreAnEmptyTranscript) {
+  const TempDir dir;
+  const std::string silence = (dir.path() / "silence.wav").string();
+  const std::string dc = (dir.path() / "dc.wav").string();
+  const std::string quiet = (dir.path() / "quiet.wav").string();
+  write_tone_wav(silence, 3.0, 0.0);
+  write_tone_wav(dc, 3.0, 0.0, 8000.0);
+  write_tone_wav(quiet, 3.0, 8.0);  // RMS 8 / sqrt(2) of 32768: -75.3 dBFS
+  const CliResult alone = run_oasr({"transcribe", "--ckpt-dir", kModel, quiet});
+  ASSERT_EQ(alone.exit_code, 0) << alone.err;
+  const CliResult r = run_oasr({"transcribe", "--ckpt-dir", kModel, silence, quiet, dc});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_EQ(r.out, silence + "\t\n" + alone.out + dc + "\t\n");
 }
 
 // One bad file among good ones: each bad one named on stderr, the good
