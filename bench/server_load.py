@@ -12,6 +12,13 @@ files in turn) to POST /v1/audio/transcriptions, and prints one JSON line:
   the engine's busy share of the wall time, and the server's resident memory
   (its /metrics) after the warm-up and after each round.
 
+A soak: --duration-s repeats timed rounds until that many seconds have
+passed, and --hostile-every N makes every client's N-th request a hostile
+one (garbage or truncated audio, a malformed or incomplete multipart body, a
+missing file, an unknown field, a NaN option, the wrong content type) that
+must be refused with a 4xx; the normal requests between them must still
+give their single-request texts.
+
 With --compare-unbatched the same load runs against a second server with
 --max-batch-size 1 (one request at a time through the engine), and a last
 line gives the batching speed-up. Exits 1 naming the first broken bound:
@@ -48,6 +55,33 @@ def multipart(path, model, boundary):
             f"json\r\n--{boundary}\r\nContent-Disposition: form-data; name=\"file\"; "
             f"filename=\"{os.path.basename(path)}\"\r\nContent-Type: audio/wav\r\n\r\n")
     return head.encode() + audio + f"\r\n--{boundary}--\r\n".encode()
+
+
+def hostile_bodies(path, model, boundary):
+    """(name, body, content type) of requests the server must refuse with a 4xx."""
+    good = multipart(path, model, boundary)
+    form = f"multipart/form-data; boundary={boundary}"
+
+    def field(name, value):
+        return (f"--{boundary}\r\nContent-Disposition: form-data; name=\"{name}\"\r\n\r\n"
+                f"{value}\r\n").encode()
+
+    def file_part(data):
+        return (f"--{boundary}\r\nContent-Disposition: form-data; name=\"file\"; "
+                f"filename=\"x.wav\"\r\nContent-Type: audio/wav\r\n\r\n").encode() + data + \
+            f"\r\n--{boundary}--\r\n".encode()
+
+    with open(path, "rb") as f:
+        audio = f.read()
+    return [
+        ("garbage audio", field("model", model) + file_part(os.urandom(4096)), form),
+        ("truncated wav", field("model", model) + file_part(audio[:len(audio) // 3]), form),
+        ("no file", field("model", model) + f"--{boundary}--\r\n".encode(), form),
+        ("unknown field", field("colour", "red") + good, form),
+        ("nan option", field("beam_size", "nan") + good, form),
+        ("cut multipart", good[:len(good) // 2], form),
+        ("wrong content type", audio, "audio/wav"),
+    ]
 
 
 def audio_seconds(path):
@@ -108,7 +142,7 @@ def delta(before, after, name):
     return a - b if a is not None and b is not None else 0.0
 
 
-def transcribe(conn_box, server, body, boundary, timeout):
+def transcribe(conn_box, server, body, boundary, timeout, content_type=None):
     """(status, text or error, seconds); reconnects after a transport error."""
     start = time.perf_counter()
     try:
@@ -116,7 +150,8 @@ def transcribe(conn_box, server, body, boundary, timeout):
             conn_box[0] = http.client.HTTPConnection(server.host, server.port, timeout=timeout)
         conn = conn_box[0]
         conn.request("POST", "/v1/audio/transcriptions", body=body,
-                     headers={"Content-Type": f"multipart/form-data; boundary={boundary}"})
+                     headers={"Content-Type": content_type or
+                              f"multipart/form-data; boundary={boundary}"})
         response = conn.getresponse()
         payload = response.read().decode("utf-8", "replace")
         elapsed = time.perf_counter() - start
@@ -155,10 +190,24 @@ def run(args, max_batch_size, files, bodies, boundary, seconds):
                 sys.exit(f"server_load: {path} alone gave {status}: {text}")
             reference[path] = text
 
+        hostile = hostile_bodies(files[0], os.path.basename(os.path.normpath(args.ckpt_dir)),
+                                 boundary)
+        hostile_replies = []
+
         def client(index, requests):
             conn_box = [None]
             results = []
             for k in range(requests):
+                if args.hostile_every and k % args.hostile_every == args.hostile_every - 1:
+                    name, body, content_type = hostile[(index + k) % len(hostile)]
+                    status, text, _ = transcribe(conn_box, server, body, boundary,
+                                                 args.timeout_s, content_type)
+                    hostile_replies.append((name, status, text))
+                    # The server may close a connection after a refusal.
+                    if conn_box[0] is not None:
+                        conn_box[0].close()
+                    conn_box[0] = None
+                    continue
                 path = files[(index + k) % len(files)]
                 status, text, elapsed = transcribe(conn_box, server, bodies[path], boundary,
                                                    args.timeout_s)
@@ -176,7 +225,10 @@ def run(args, max_batch_size, files, bodies, boundary, seconds):
             # The timed rounds; resident memory after each shows whether it
             # levels off (allocator pools) or keeps growing (a leak).
             results, walls, rss_rounds = [], [], []
-            for _ in range(args.rounds):
+            soak_start = time.perf_counter()
+            rounds = 0
+            while rounds < args.rounds or time.perf_counter() - soak_start < args.duration_s:
+                rounds += 1
                 start = time.perf_counter()
                 results += [r for rs in pool.map(client, range(args.clients),
                                                  [args.requests] * args.clients) for r in rs]
@@ -197,7 +249,10 @@ def run(args, max_batch_size, files, bodies, boundary, seconds):
     line = {
         "bench": "server", "max_batch_size": max_batch_size,
         "max_batch_delay_ms": args.max_batch_delay_ms, "server_args": args.server_args,
-        "clients": args.clients, "requests_per_client": args.requests, "rounds": args.rounds,
+        "clients": args.clients, "requests_per_client": args.requests, "rounds": len(walls),
+        "hostile_sent": len(hostile_replies),
+        "hostile_refused_4xx": sum(1 for h in hostile_replies
+                                   if isinstance(h[1], int) and 400 <= h[1] < 500),
         "warmup_requests_per_client": args.warmup_requests,
         "sent": len(replies), "ok": len(ok), "failed": len(failed),
         "lost": len(replies) - len(ok) - len(failed), "mismatched": len(mismatched),
@@ -224,6 +279,10 @@ def run(args, max_batch_size, files, bodies, boundary, seconds):
         if which:
             sample = which[0]
             problems.append(f"{len(which)} {name} (e.g. {sample[0]}: {sample[1]} {sample[2]!r})")
+    wrong = [h for h in hostile_replies if not (isinstance(h[1], int) and 400 <= h[1] < 500)]
+    if wrong:
+        problems.append(f"{len(wrong)} hostile requests not refused with a 4xx (e.g. {wrong[0][0]}: "
+                        f"{wrong[0][1]} {wrong[0][2]!r})")
     if rss_before is None or rss_rounds[-1] is None:
         problems.append("/metrics has no process_resident_memory_bytes: the memory bound is "
                         "unchecked")
@@ -255,6 +314,10 @@ def main():
                    help="also run the load with --max-batch-size 1 and print the speed-up")
     p.add_argument("--rounds", type=int, default=1,
                    help="timed rounds of CLIENTS x REQUESTS (RSS is read after each)")
+    p.add_argument("--duration-s", type=float, default=0.0,
+                   help="a soak: repeat timed rounds until this many seconds have passed")
+    p.add_argument("--hostile-every", type=int, default=0,
+                   help="every client's N-th request is a hostile one that must get a 4xx")
     p.add_argument("--warmup-requests", type=int, default=2,
                    help="requests per client before the measured round (not timed)")
     p.add_argument("--rss-bound-mib", type=float, default=64.0)
