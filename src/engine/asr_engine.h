@@ -57,6 +57,11 @@ class ASREngine {
   const DecodeOptions& decode_options() const { return decode_; }
   // config.decode overlaid with `overrides`, resolved and validated.
   DecodeOptions resolve_decode(const DecodeOverrides& overrides) const;
+  // The longest audio the model takes at once with these overrides over the
+  // configured options (Recognizer::audio_limit).
+  Recognizer::AudioLimit audio_limit(const DecodeOverrides& overrides) const {
+    return recognizer_->audio_limit(resolve_decode(overrides));
+  }
   // The longest utterance transcribe() takes (Recognizer::audio_limit).
   const Recognizer::AudioLimit& audio_limit() const { return audio_limit_; }
   // The rate transcribe() expects: the checkpoint's fbank rate, 16000 for Whisper.

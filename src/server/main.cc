@@ -74,6 +74,7 @@ void run(const oasr::cli::EngineFlags& engine_flags, const ServerFlags& flags) {
   if (options.model_name.empty()) options.model_name = "oasr";
   options.max_upload_bytes = static_cast<size_t>(flags.max_upload_mb * (1 << 20));
   options.max_audio_seconds = flags.max_audio_seconds;
+  options.max_stream_seconds = flags.max_audio_seconds;
   // The limit is the loaded model's where it takes less: an upload it cannot
   // take then gets 422 with the limit, not a 400 from deep in the decoder.
   const engine::Recognizer::AudioLimit model_limit = engine.audio_limit();

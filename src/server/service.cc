@@ -272,6 +272,14 @@ TranscriptionService::StreamStart TranscriptionService::start_stream(
     overrides.set("chunk_size", int64_t{16});
   }
   out.session = engine_.start_session(overrides);
+  const engine::Recognizer::AudioLimit model = engine_.audio_limit(overrides);
+  out.max_seconds = options_.max_stream_seconds;
+  out.limit_why = "--max-audio-seconds";
+  if (model.seconds < out.max_seconds) {
+    out.max_seconds = model.seconds;
+    out.limit_why = "what the model takes at once: " + model.why +
+                    "; a U2++ stream with \"endpoint\": true has no such limit";
+  }
   return out;
 }
 

@@ -35,6 +35,10 @@ struct ServiceOptions {
   // Why max_audio_seconds is below the flag's value, where the loaded model
   // takes less ("the U2++ model takes at most 200 s at once: ..."); "" else.
   std::string audio_limit_note;
+  // --max-audio-seconds as given: a stream is held to it and to what the
+  // model takes with the stream's own decode options (unbounded for a U2++
+  // stream with endpointing), not to max_audio_seconds.
+  double max_stream_seconds = 600.0;
   std::chrono::seconds request_timeout{120};
   std::string api_key;  // empty: no authentication
   int64_t max_batch = 16;
@@ -77,7 +81,9 @@ class TranscriptionService {
   struct StreamStart {
     std::unique_ptr<engine::StreamingSession> session;
     SampleFormat format = SampleFormat::kS16;
-    int sample_rate = 0;  // of the client's PCM; resampled to the engine's where it differs
+    int sample_rate = 0;       // of the client's PCM; resampled to the engine's where it differs
+    double max_seconds = 0.0;  // the stream's length limit
+    std::string limit_why;     // what sets it, for the refusal
   };
   StreamStart start_stream(const std::string& first_message) const;
   // Checks the Authorization header of a request when --api-key is set;

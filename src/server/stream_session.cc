@@ -6,7 +6,9 @@
 #include <boost/beast/websocket.hpp>
 #include <nlohmann/json.hpp>
 
+#include <algorithm>
 #include <cmath>
+#include <cstdint>
 #include <cstring>
 #include <optional>
 #include <string>
@@ -80,8 +82,8 @@ class StreamSession : public std::enable_shared_from_this<StreamSession> {
   void on_text(const std::string& data) {
     if (!stream_.session) {
       stream_ = service_.start_stream(data);
-      max_samples_ =
-          static_cast<size_t>(service_.options().max_audio_seconds * stream_.sample_rate);
+      max_samples_ = static_cast<size_t>(
+          std::min(stream_.max_seconds * stream_.sample_rate, static_cast<double>(SIZE_MAX / 2)));
       if (stream_.sample_rate != service_.engine_sample_rate()) {
         resampler_.emplace(stream_.sample_rate, service_.engine_sample_rate());
       }
@@ -136,9 +138,8 @@ class StreamSession : public std::enable_shared_from_this<StreamSession> {
     }
     carry_.erase(0, count * width);
     samples_ += count;
-    OASR_CHECK(samples_ <= max_samples_, kInvalidArgument,
-               "the stream is over --max-audio-seconds (", service_.options().max_audio_seconds,
-               " s); end it and start another");
+    OASR_CHECK(samples_ <= max_samples_, kInvalidArgument, "the stream is over its limit of ",
+               stream_.max_seconds, " s (", stream_.limit_why, "); end it and start another");
     decode_then(
         [this, samples = std::move(samples)]() mutable {
           if (resampler_) samples = resampler_->process(samples);

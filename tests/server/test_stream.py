@@ -139,6 +139,25 @@ def test_endpointed_stream_reports_segments_each_its_own_audios_transcript(ws_se
         assert cli_transcripts([path], "--chunk-size", "16")[path] == segment["text"], segment
 
 
+def test_a_stream_past_the_models_table_needs_endpointing(ws_server):
+    # 205 s of prompts and silence: without endpointing the stream is refused
+    # at the model's 200.075 s (its positional table) with the way out; with
+    # "endpoint": true it decodes to the end.
+    rate, data = pcm(sound("vm-goodbye"))
+    unit = data + b"\x00\x00" * (rate * 3 // 2)
+    audio = unit * (205 * rate * 2 // len(unit) + 1)
+    pieces = [audio[i:i + 64000] for i in range(0, len(audio), 64000)]
+    url = f"ws://127.0.0.1:{ws_server.port}/v1/audio/stream"
+    messages, code = asyncio.run(stream(url, {"sample_rate": rate}, pieces))
+    assert messages[-1]["type"] == "error", messages[-1]
+    for word in ["the stream is over its limit of 200.075 s", "positional table",
+                 '"endpoint": true']:
+        assert word in messages[-1]["error"]["message"], messages[-1]
+    messages, code = asyncio.run(stream(url, {"sample_rate": rate, "endpoint": True}, pieces))
+    assert code == 1000 and messages[-1]["type"] == "final", messages[-1]
+    assert messages[-1]["duration"] > 205 and len(messages[-1]["segments"]) > 10
+
+
 BAD = [
     ("not json", "hello", [], "not JSON"),
     ("no rate", {"format": "pcm_s16le"}, [], "sample_rate"),
