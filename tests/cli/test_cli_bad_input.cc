@@ -58,6 +58,20 @@ TEST(CliDecodeFlags, NonFiniteAndHugeValuesAreRefused) {
                  {"--beam-size", "[1, 128]", "100000"});
 }
 
+// [W3-S] The endpoint rules: refused offline, without endpointing, past the
+// positional table, and as NaN.
+TEST(CliDecodeFlags, EndpointFlagsAreRefusedWhereTheyCannotApply) {
+  expect_refusal({"--endpoint"},
+                 {"endpoint (--endpoint) ends segments between chunks", "--chunk-size N"});
+  expect_refusal({"--endpoint-silence", "2"},
+                 {"endpoint_silence (--endpoint-silence)", "endpointing is off"});
+  expect_refusal({"--chunk-size", "16", "--endpoint", "--max-segment-seconds", "300"},
+                 {"max_segment_seconds (--max-segment-seconds) 300 s and one chunk of 0.64 s",
+                  "200.075 s", "use at most 199"});
+  expect_refusal({"--chunk-size", "16", "--endpoint", "--endpoint-silence", "nan"},
+                 {"--endpoint-silence", "[0.04, 60]", "nan"});
+}
+
 TEST(CliDecodeFlags, AFlagTheMethodDoesNotReadIsRefusedByName) {
   expect_refusal({"--decode-method", "ctc_greedy_search", "--ctc-weight", "0.5"},
                  {"--ctc-weight", "ctc_greedy_search does not rescore", "attention_rescoring"});

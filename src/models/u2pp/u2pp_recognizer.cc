@@ -292,7 +292,8 @@ U2ppDecode U2ppRecognizer::resolve_knobs(const DecodeOverrides& o) const {
   d.endpoint = o.find<bool>("endpoint").value_or(false);
   for (const char* key : {"endpoint_silence", "max_segment_seconds"}) {
     OASR_CHECK(!o.has(key) || d.endpoint, kInvalidArgument, decode_label(key),
-               " sets an endpoint rule, and endpointing is off: drop it or add --endpoint true");
+               " sets an endpoint rule, and endpointing is off: drop it or turn endpointing on "
+               "(endpoint, --endpoint)");
   }
   OASR_CHECK(!d.endpoint || d.chunk_size > 0, kInvalidArgument,
              "endpoint (--endpoint) ends segments between chunks, and chunk_size is -1 "
