@@ -182,11 +182,12 @@ std::vector<Transcript> ASREngine::decode(std::span<const Waveform> utterances,
   std::vector<Waveform> heard;
   std::vector<size_t> heard_at;
   for (size_t i = 0; i < utterances.size(); ++i) {
-    if (audio::is_silent(utterances[i])) {
+    const double dbfs = audio::deviation_rms_dbfs(utterances[i]);
+    if (dbfs < audio::kSilenceDbfs) {  // audio::is_silent, the level kept for the log
       log::debug(
           "utterance {}: silence ({:.1f} dBFS RMS about its mean, under {} dBFS): empty "
           "transcript",
-          i, audio::deviation_rms_dbfs(utterances[i]), audio::kSilenceDbfs);
+          i, dbfs, audio::kSilenceDbfs);
       continue;
     }
     heard.push_back(utterances[i]);

@@ -304,16 +304,24 @@ TEST(CliBadInput, AFileNamedLikeAFlagIsNamedWithTheFix) {
       << r.output;
 }
 
-// [W3-S] An absurd block count in the config is refused from the tensors,
-// before any block is built (it ran 60 s and took 3.7 GB at 600000).
-TEST(CliBadInput, AConfigBlockCountTheTensorsDoNotHoldIsRefusedAtOnce) {
-  const TempDir dir;
+// The bundled model copied into `dir` with model.encoder.KEY set to `value`
+// in its oasr_config.json.
+std::filesystem::path copy_model_with_encoder_key(const TempDir& dir, const std::string& key,
+                                                  int64_t value) {
   const std::filesystem::path copy = dir.path() / "u2pp";
   std::filesystem::copy(kModel, copy, std::filesystem::copy_options::recursive);
   nlohmann::json config;
   std::ifstream(copy / "oasr_config.json") >> config;
-  config["model"]["encoder"]["num_blocks"] = 600000;
+  config["model"]["encoder"][key] = value;
   std::ofstream(copy / "oasr_config.json") << config.dump();
+  return copy;
+}
+
+// [W3-S] An absurd block count in the config is refused from the tensors,
+// before any block is built (it ran 60 s and took 3.7 GB at 600000).
+TEST(CliBadInput, AConfigBlockCountTheTensorsDoNotHoldIsRefusedAtOnce) {
+  const TempDir dir;
+  const std::filesystem::path copy = copy_model_with_encoder_key(dir, "num_blocks", 600000);
   expect_refused({"transcribe", "--ckpt-dir", copy.string(), "/nonexistent/a.wav"},
                  {"oasr_config.json: model.encoder.num_blocks is 600000 but the checkpoint holds "
                   "6 blocks (encoder.encoders.0 .. encoder.encoders.5)"});
@@ -324,12 +332,8 @@ TEST(CliBadInput, AConfigBlockCountTheTensorsDoNotHoldIsRefusedAtOnce) {
 // ("checkpoint does not match U2pp").
 TEST(CliBadInput, WeightsThatDoNotFitTheConfigNameTheDirectoryAndTheKeys) {
   const TempDir dir;
-  const std::filesystem::path copy = dir.path() / "u2pp";
-  std::filesystem::copy(kModel, copy, std::filesystem::copy_options::recursive);
-  nlohmann::json config;
-  std::ifstream(copy / "oasr_config.json") >> config;
-  config["model"]["encoder"]["linear_units"] = 1024;  // the tensors hold 512
-  std::ofstream(copy / "oasr_config.json") << config.dump();
+  const std::filesystem::path copy =
+      copy_model_with_encoder_key(dir, "linear_units", 1024);  // the tensors hold 512
   const CommandResult r = run_command(shell_quote(OASR_CLI_BINARY) + " transcribe --ckpt-dir " +
                                       shell_quote(copy.string()) + " /nonexistent/a.wav 2>&1");
   EXPECT_EQ(r.exit_code, 1) << r.output;

@@ -247,9 +247,7 @@ DecodeOptions U2ppRecognizer::resolve_decode(const DecodeOverrides& o) const {
     // Rule 3 is checked after each chunk, so a segment runs up to one chunk
     // past max_segment_seconds; all of it must fit the positional table.
     const AudioLimit table = audio_limit(U2ppDecode{}.values());
-    const double chunk_seconds = static_cast<double>(d.chunk_size) *
-                                 static_cast<double>(model_->encoder().subsampling().rate) *
-                                 fbank_->options().frame_shift_ms / 1000.0;
+    const double chunk_seconds = static_cast<double>(d.chunk_size) * encoder_frame_seconds();
     OASR_CHECK(d.max_segment_seconds + chunk_seconds <= table.seconds, kInvalidArgument,
                "max_segment_seconds (--max-segment-seconds) ", d.max_segment_seconds,
                " s and one chunk of ", chunk_seconds, " s exceed the ", table.seconds,
@@ -455,10 +453,7 @@ void U2ppRecognizer::finish(Transcript& t, const Tensor& ctc_log_probs) const {
   t.text = detokenize(t.tokens);
   // Token times from the CTC alignment of the chosen tokens: encoder frame f
   // starts at input frame f * subsampling rate (WeNet's timestamp rule).
-  const double seconds_per_frame =
-      static_cast<double>(
-          models::subsampling_geometry(source_.config.model.encoder.input_layer).rate) *
-      fbank_->options().frame_shift_ms / 1000.0;
+  const double seconds_per_frame = encoder_frame_seconds();
   const int64_t blank = model_->config().blank_id;
   for (const decode::TokenSpan& span : decode::ctc_forced_align(ctc_log_probs, t.tokens, blank)) {
     t.token_times.push_back({static_cast<double>(span.start_frame) * seconds_per_frame,
@@ -471,6 +466,11 @@ Transcript U2ppRecognizer::decode_utterance(const Tensor& ctc_log_probs, const T
   Transcript t = rescore(search_ctc(ctc_log_probs, decode), encoder_out, decode);
   finish(t, ctc_log_probs);
   return t;
+}
+
+double U2ppRecognizer::encoder_frame_seconds() const {
+  return static_cast<double>(model_->encoder().subsampling().rate) *
+         fbank_->options().frame_shift_ms / 1000.0;
 }
 
 std::string U2ppRecognizer::detokenize(std::span<const int64_t> tokens) const {
@@ -499,8 +499,7 @@ U2ppStreamingSession::U2ppStreamingSession(const U2ppRecognizer& recognizer,
     config.blank_id = recognizer.model().config().blank_id;
     config.rule2.min_trailing_silence_s = options.endpoint_silence;
     config.rule3.min_segment_s = options.max_segment_seconds;
-    endpointer_.emplace(config, static_cast<double>(geometry.rate) *
-                                    recognizer.fbank().options().frame_shift_ms / 1000.0);
+    endpointer_.emplace(config, recognizer.encoder_frame_seconds());
   }
 }
 
@@ -560,12 +559,7 @@ Transcript U2ppStreamingSession::finish() {
     OASR_CHECK(!encoder_chunks_.empty(), kInvalidArgument,
                "the streaming session received less audio than one analysis window; "
                "nothing to recognise");
-    const Tensor encoder_out =
-        concat_frames(encoder_chunks_, recognizer_.model().config().encoder.output_size);
-    // CTC over the whole utterance at once, as the offline path computes it.
-    const Tensor log_probs =
-        host_f32(recognizer_.model().ctc_log_probs(encoder_out)).select(0, 0).contiguous();
-    return recognizer_.decode_utterance(log_probs, encoder_out, options_);
+    return decode_open_segment();
   }
   OASR_CHECK(!encoder_chunks_.empty() || !segments_.empty(), kInvalidArgument,
              "the streaming session received less audio than one analysis window; "
@@ -584,12 +578,17 @@ Transcript U2ppStreamingSession::finish() {
   return whole;
 }
 
-void U2ppStreamingSession::end_segment(int64_t last_frame_end) {
+Transcript U2ppStreamingSession::decode_open_segment() const {
   const Tensor encoder_out =
       concat_frames(encoder_chunks_, recognizer_.model().config().encoder.output_size);
+  // CTC over the whole segment at once, as the offline path computes it.
   const Tensor log_probs =
       host_f32(recognizer_.model().ctc_log_probs(encoder_out)).select(0, 0).contiguous();
-  const Transcript t = recognizer_.decode_utterance(log_probs, encoder_out, options_);
+  return recognizer_.decode_utterance(log_probs, encoder_out, options_);
+}
+
+void U2ppStreamingSession::end_segment(int64_t last_frame_end) {
+  const Transcript t = decode_open_segment();
   Segment segment;
   segment.start = frame_start_seconds(segment_first_frame_);
   // The stream's last segment ends where its audio does (pending samples

@@ -70,6 +70,8 @@ class U2ppRecognizer final : public Recognizer {
   std::string detokenize(std::span<const int64_t> tokens) const override;
   // Whether detokenized text separates words by spaces (BPE) rather than
   // running characters together (a character model's text).
+  // Seconds per encoder frame: the subsampling rate x the fbank shift.
+  double encoder_frame_seconds() const;
   bool words_are_spaced() const { return detokenize_.kind == decode::TokenizerKind::kBpe; }
   Module& module() override { return *model_; }
   const quant::QuantizationSpec& quantization_spec() const override { return spec_; }
@@ -145,6 +147,8 @@ class U2ppStreamingSession final : public StreamingSession {
   // Decodes the open segment, records it, and restarts the encoder there.
   // `last_frame_end`: the fbank frame after the segment's last frame.
   void end_segment(int64_t last_frame_end);
+  // The session's decode method over the open segment's encoder frames.
+  Transcript decode_open_segment() const;
   Transcript partial() const;
   // Seconds of the stream at fbank frame f's start / at the end of the
   // window of frames that ends before frame f.
