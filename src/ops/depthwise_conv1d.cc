@@ -96,13 +96,24 @@ Tensor glu_depthwise_conv1d_channels_last(const Tensor& x, const Tensor& weight,
              " and weight ", shape_str(weight.shape()));
   const int64_t out_length =
       checked_out_length(kOp, x, weight, bias, device, channels, length, pad_left, pad_right);
-  // The composition the fused CUDA kernel equals bit for bit: the CPU body,
-  // and the CUDA body beyond the fused kernel's tile.
+  // The composition the fused CUDA kernel and the CPU channels-last body
+  // equal bit for bit; the CUDA body beyond the fused kernel's tile.
   const auto composed = [&] {
     const Tensor gated = glu(x, -1).transpose(1, 2).contiguous();
     return depthwise_conv1d(gated, weight, bias, pad_left, pad_right).transpose(1, 2).contiguous();
   };
-  return on_device(kOp, device, composed, [&](auto on) {
+  const auto channels_last_cpu = [&] {
+    const Tensor gated = glu(x, -1);  // [B, T, C], contiguous
+    Tensor out = Tensor::empty({batch, out_length, channels}, x.dtype(), device);
+    const Tensor weight_c = weight.contiguous();
+    const Tensor bias_c = bias.defined() ? bias.contiguous() : Tensor();
+    cpu::depthwise_conv1d_channels_last_f32(gated.data<float>(), weight_c.data<float>(),
+                                            bias_c.defined() ? bias_c.data<float>() : nullptr,
+                                            out.data<float>(), batch, channels, length, kernel,
+                                            pad_left, out_length);
+    return out;
+  };
+  return on_device(kOp, device, channels_last_cpu, [&](auto on) {
     if (kernel > cuda::kMaxGluKernel || length >= (int64_t{1} << 30) || batch > 65535) {
       return composed();
     }

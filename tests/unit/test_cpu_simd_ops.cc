@@ -23,7 +23,9 @@
 #include "ops/cpu/linear_row_dot.h"
 #include "ops/cpu/softmax.h"
 #include "ops/cpu_threads.h"
+#include "ops/depthwise_conv1d.h"
 #include "ops/gemm.h"
+#include "ops/glu.h"
 
 namespace oasr {
 namespace {
@@ -143,6 +145,89 @@ TEST_F(CpuSimdOps, ActivationOpVectorEqualsScalarBits) {
         ASSERT_TRUE(same_bits(scalar.data<float>()[i], vector.data<float>()[i]))
             << activation_name(activation) << "(" << x[i] << ")";
         ASSERT_TRUE(same_bits(scalar.data<float>()[i], act::apply(activation, x[i])));
+      }
+    }
+  }
+}
+
+// The conformer's GLU + depthwise convolution, channels-last, written here
+// from its definition (ops/cpu/depthwise_conv1d.h: taps in increasing k from
+// +0.0f, product and sum each rounded, taps on the padding skipped, bias
+// last; GLU a * sigmoid(b) with the shared sigmoid).
+std::vector<float> glu_depthwise_definition(const std::vector<float>& x,
+                                            const std::vector<float>& w,
+                                            const std::vector<float>* bias, int64_t batch,
+                                            int64_t length, int64_t channels, int64_t kernel,
+                                            int64_t left, int64_t out_length) {
+  std::vector<float> out(batch * out_length * channels);
+  auto gated = [&](int64_t b, int64_t t, int64_t c) {
+    const float* row = x.data() + (b * length + t) * 2 * channels;
+    return row[c] * act::sigmoid(row[channels + c]);
+  };
+  for (int64_t b = 0; b < batch; ++b) {
+    for (int64_t t = 0; t < out_length; ++t) {
+      for (int64_t c = 0; c < channels; ++c) {
+        float sum = 0.0f;
+        for (int64_t k = 0; k < kernel; ++k) {
+          const int64_t source = t + k - left;
+          if (source < 0 || source >= length) continue;
+          const float product = w[c * kernel + k] * gated(b, source, c);
+          sum = sum + product;
+        }
+        out[(b * out_length + t) * channels + c] = bias != nullptr ? sum + (*bias)[c] : sum;
+      }
+    }
+  }
+  return out;
+}
+
+TEST_F(CpuSimdOps, GluDepthwiseChannelsLastFollowsTheDefinitionAndTheComposition) {
+  std::mt19937 rng(17);
+  std::normal_distribution<float> normal(0.0f, 2.0f);
+  const float nan = std::numeric_limits<float>::quiet_NaN();
+  const float inf = std::numeric_limits<float>::infinity();
+  struct Case {
+    int64_t batch, length, channels, kernel, left, right;
+  };
+  // Offline (symmetric) and causal padding, a channel tail past the vector
+  // width, a signal shorter than the kernel, no padding at all.
+  for (const Case& c : {Case{3, 53, 256, 15, 7, 7}, Case{2, 41, 13, 15, 14, 0},
+                        Case{1, 5, 24, 15, 7, 7}, Case{2, 70, 9, 3, 0, 0}}) {
+    std::vector<float> x(c.batch * c.length * 2 * c.channels);
+    std::vector<float> w(c.channels * c.kernel);
+    std::vector<float> bias(c.channels);
+    for (float& v : x) v = normal(rng);
+    for (float& v : w) v = normal(rng) * 0.2f;
+    for (float& v : bias) v = normal(rng);
+    x[3] = nan;
+    x[2 * c.channels + 1] = inf;
+    x[x.size() - 1] = -inf;  // a gate at -inf: sigmoid 0
+    const int64_t out_length = c.length + c.left + c.right - c.kernel + 1;
+    const Tensor xt = Tensor::from_vector(x, {c.batch, c.length, 2 * c.channels});
+    const Tensor wt = Tensor::from_vector(w, {c.channels, 1, c.kernel});
+    const Tensor bt = Tensor::from_vector(bias, {c.channels});
+    for (bool with_bias : {true, false}) {
+      const std::vector<float> expected =
+          glu_depthwise_definition(x, w, with_bias ? &bias : nullptr, c.batch, c.length, c.channels,
+                                   c.kernel, c.left, out_length);
+      const Tensor b = with_bias ? bt : Tensor();
+      cap_cpu_isa(CpuIsa::kScalar);
+      const Tensor gated = ops::glu(xt, -1).transpose(1, 2).contiguous();
+      const Tensor composed =
+          ops::depthwise_conv1d(gated, wt, b, c.left, c.right).transpose(1, 2).contiguous();
+      for (CpuIsa level : {CpuIsa::kScalar, CpuIsa::kAvx2}) {
+        for (int threads : {1, 2}) {
+          cap_cpu_isa(level);
+          ops::set_cpu_threads(threads);
+          const Tensor fused = ops::glu_depthwise_conv1d_channels_last(xt, wt, b, c.left, c.right);
+          ASSERT_EQ(fused.shape(), (Shape{c.batch, out_length, c.channels}));
+          for (size_t i = 0; i < expected.size(); ++i) {
+            ASSERT_TRUE(same_bits(fused.data<float>()[i], expected[i]))
+                << "element " << i << " level " << static_cast<int>(level) << " threads " << threads
+                << ": " << fused.data<float>()[i] << " vs " << expected[i];
+            ASSERT_TRUE(same_bits(fused.data<float>()[i], composed.data<float>()[i])) << i;
+          }
+        }
       }
     }
   }

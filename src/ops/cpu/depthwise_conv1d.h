@@ -17,4 +17,13 @@ void depthwise_conv1d_f32(const float* x, const float* weight, const float* bias
                           int64_t batch, int64_t channels, int64_t length, int64_t kernel,
                           int64_t pad_left, int64_t out_length);
 
+// The same convolution, channels-last: x [batch, length, channels] -> out
+// [batch, out_length, channels], each output summed in the order above (so
+// it equals transposing, depthwise_conv1d_f32 and transposing back, bit for
+// bit). Eight channels at a time where the CPU has AVX2; split over the
+// worker pool by (batch, time chunk).
+void depthwise_conv1d_channels_last_f32(const float* x, const float* weight, const float* bias,
+                                        float* out, int64_t batch, int64_t channels, int64_t length,
+                                        int64_t kernel, int64_t pad_left, int64_t out_length);
+
 }  // namespace oasr::ops::cpu
