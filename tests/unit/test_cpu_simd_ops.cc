@@ -19,7 +19,9 @@
 #include "core/cpu_features.h"
 #include "core/float_types.h"
 #include "ops/activation.h"
+#include "ops/cpu/conv2d.h"
 #include "ops/cpu/gemm.h"
+#include "ops/cpu/layer_norm.h"
 #include "ops/cpu/linear_row_dot.h"
 #include "ops/cpu/softmax.h"
 #include "ops/cpu_threads.h"
@@ -228,6 +230,141 @@ TEST_F(CpuSimdOps, GluDepthwiseChannelsLastFollowsTheDefinitionAndTheComposition
             ASSERT_TRUE(same_bits(fused.data<float>()[i], composed.data<float>()[i])) << i;
           }
         }
+      }
+    }
+  }
+}
+
+// ops/cpu/conv2d.h's definition: each output an fma chain over (ci, i, j) in
+// that order from +0 (ops/cpu/gemm.h's order over the im2col rows), taps
+// outside the image contributing fma(w, +0, c); the bias added last.
+std::vector<float> conv2d_definition(const std::vector<float>& x, const std::vector<float>& w,
+                                     const std::vector<float>& bias,
+                                     const ops::cpu::Conv2dShape& s) {
+  std::vector<float> out(s.batch * s.out_channels * s.out_h * s.out_w);
+  for (int64_t n = 0; n < s.batch; ++n) {
+    for (int64_t co = 0; co < s.out_channels; ++co) {
+      for (int64_t oy = 0; oy < s.out_h; ++oy) {
+        for (int64_t ox = 0; ox < s.out_w; ++ox) {
+          float c = 0.0f;
+          for (int64_t ci = 0; ci < s.in_channels; ++ci) {
+            for (int64_t i = 0; i < s.kernel_h; ++i) {
+              for (int64_t j = 0; j < s.kernel_w; ++j) {
+                const int64_t iy = oy * s.stride_h - s.pad_h + i;
+                const int64_t ix = ox * s.stride_w - s.pad_w + j;
+                const bool inside = iy >= 0 && iy < s.in_h && ix >= 0 && ix < s.in_w;
+                const float v =
+                    inside ? x[((n * s.in_channels + ci) * s.in_h + iy) * s.in_w + ix] : 0.0f;
+                c = std::fma(w[((co * s.in_channels + ci) * s.kernel_h + i) * s.kernel_w + j], v,
+                             c);
+              }
+            }
+          }
+          out[((n * s.out_channels + co) * s.out_h + oy) * s.out_w + ox] =
+              bias.empty() ? c : c + bias[co];
+        }
+      }
+    }
+  }
+  return out;
+}
+
+TEST_F(CpuSimdOps, Conv2dFollowsTheDefinitionBitForBit) {
+  std::mt19937 rng(23);
+  std::normal_distribution<float> normal(0.0f, 1.0f);
+  auto shape = [](int64_t batch, int64_t cin, int64_t h, int64_t w, int64_t cout, int64_t kernel,
+                  int64_t stride, int64_t pad) {
+    ops::cpu::Conv2dShape s{batch, cin, h, w, cout, kernel, kernel, stride, stride, pad, pad, 0, 0};
+    s.out_h = (h + 2 * pad - kernel) / stride + 1;
+    s.out_w = (w + 2 * pad - kernel) / stride + 1;
+    return s;
+  };
+  // The U2++ subsampling's second conv (3x3 / 2, 256 channels: K = 2304, so
+  // 200 input rows need two im2col bands), a padded odd shape whose pixels
+  // end mid-panel, one input channel, and a 1x1 kernel read in place.
+  for (const ops::cpu::Conv2dShape& s :
+       {shape(1, 256, 200, 39, 4, 3, 2, 0), shape(2, 3, 11, 9, 5, 3, 1, 1),
+        shape(2, 1, 40, 80, 7, 3, 2, 0), shape(1, 6, 5, 7, 3, 1, 1, 0)}) {
+    std::vector<float> x(s.batch * s.in_channels * s.in_h * s.in_w);
+    std::vector<float> w(s.out_channels * s.in_channels * s.kernel_h * s.kernel_w);
+    std::vector<float> bias(s.out_channels);
+    for (float& v : x) v = normal(rng);
+    for (float& v : w) v = normal(rng);
+    for (float& v : bias) v = normal(rng);
+    for (bool with_bias : {true, false}) {
+      const std::vector<float> no_bias;
+      const std::vector<float> expected = conv2d_definition(x, w, with_bias ? bias : no_bias, s);
+      for (CpuIsa level : {CpuIsa::kScalar, CpuIsa::kAvx2}) {
+        for (int threads : {1, 2}) {
+          cap_cpu_isa(level);
+          ops::set_cpu_threads(threads);
+          std::vector<float> out(expected.size(), -1.0f);
+          ops::cpu::conv2d_f32(x.data(), w.data(), with_bias ? bias.data() : nullptr, out.data(),
+                               s);
+          for (size_t i = 0; i < expected.size(); ++i) {
+            ASSERT_TRUE(same_bits(out[i], expected[i]))
+                << "output " << i << " of conv " << s.in_channels << "x" << s.in_h << "x" << s.in_w
+                << " level " << static_cast<int>(level) << " threads " << threads;
+          }
+        }
+      }
+    }
+  }
+}
+
+// ops/cpu/layer_norm.cc's definition, one row: double sums in order, one
+// rounding at the end.
+void layer_norm_definition(const float* x, const float* w, const float* b, float* out,
+                           int64_t features, float eps) {
+  double sum = 0.0;
+  for (int64_t d = 0; d < features; ++d) sum += static_cast<double>(x[d]);
+  const double mean = sum / static_cast<double>(features);
+  double squares = 0.0;
+  for (int64_t d = 0; d < features; ++d) {
+    const double centered = static_cast<double>(x[d]) - mean;
+    squares += centered * centered;
+  }
+  const double rstd =
+      1.0 / std::sqrt(squares / static_cast<double>(features) + static_cast<double>(eps));
+  for (int64_t d = 0; d < features; ++d) {
+    out[d] =
+        static_cast<float>(((static_cast<double>(x[d]) - mean) * rstd) * static_cast<double>(w[d]) +
+                           static_cast<double>(b[d]));
+  }
+}
+
+TEST_F(CpuSimdOps, LayerNormRowsFollowTheDefinitionWhateverTheSplit) {
+  std::mt19937 rng(29);
+  std::normal_distribution<float> normal(3.0f, 2.0f);
+  for (const auto& [rows, features] :
+       std::vector<std::pair<int64_t, int64_t>>{{1003, 256}, {7, 5}, {66, 384}}) {
+    std::vector<float> x(rows * features), residual(rows * features), w(features), b(features);
+    for (float& v : x) v = normal(rng);
+    for (float& v : residual) v = normal(rng);
+    for (float& v : w) v = normal(rng);
+    for (float& v : b) v = normal(rng);
+    const float alpha = 0.5f;
+    std::vector<float> expected(x.size()), expected_sum(x.size()), expected_added(x.size());
+    for (int64_t r = 0; r < rows; ++r) {
+      layer_norm_definition(&x[r * features], w.data(), b.data(), &expected[r * features], features,
+                            1e-5f);
+      for (int64_t d = 0; d < features; ++d) {
+        const float scaled = alpha * x[r * features + d];
+        expected_sum[r * features + d] = residual[r * features + d] + scaled;
+      }
+      layer_norm_definition(&expected_sum[r * features], w.data(), b.data(),
+                            &expected_added[r * features], features, 1e-5f);
+    }
+    for (int threads : {1, 2}) {
+      ops::set_cpu_threads(threads);
+      std::vector<float> out(x.size()), sum(x.size()), added(x.size());
+      ops::cpu::layer_norm_f32(x.data(), w.data(), b.data(), out.data(), rows, features, 1e-5f);
+      ops::cpu::add_scaled_layer_norm_f32(x.data(), residual.data(), alpha, w.data(), b.data(),
+                                          sum.data(), added.data(), rows, features, 1e-5f);
+      for (size_t i = 0; i < x.size(); ++i) {
+        ASSERT_TRUE(same_bits(out[i], expected[i])) << "element " << i << " threads " << threads;
+        ASSERT_TRUE(same_bits(sum[i], expected_sum[i])) << i;
+        ASSERT_TRUE(same_bits(added[i], expected_added[i])) << i;
       }
     }
   }

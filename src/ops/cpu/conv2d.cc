@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "ops/cpu/gemm.h"
+#include "ops/cpu_threads.h"
 
 namespace oasr::ops::cpu {
 namespace {
@@ -18,29 +19,36 @@ namespace {
 // its size stays bounded (16 MiB) whatever the input length.
 constexpr int64_t kColumnBufferFloats = int64_t{4} << 20;
 
-// columns[k, (oy - row_begin) * out_w + ox] for k = (ci * KH + i) * KW + j:
-// the input element that kernel tap (i, j) of channel ci sees at (oy, ox).
-void im2col_rows(const float* image, const Conv2dShape& s, int64_t row_begin, int64_t row_end,
-                 float* columns) {
-  const int64_t band = (row_end - row_begin) * s.out_w;
+// The im2col matrix of output rows [row_begin, row_end), written straight
+// into gemm_f32's packed-b layout (ops/cpu/gemm.h): column p of the band is
+// output pixel (row_begin + p / out_w, p % out_w), row kk = (ci * KH + i) *
+// KW + j its tap (i, j) of channel ci; panel `panel` holds columns [panel *
+// 16, panel * 16 + 16), zeros past the band.
+void im2col_panel(const float* image, const Conv2dShape& s, int64_t row_begin, int64_t band,
+                  int64_t panel, float* packed) {
+  constexpr int64_t kCols = kGemmPanelColumns;
+  const int64_t k = s.in_channels * s.kernel_h * s.kernel_w;
+  float* dst = packed + panel * k * kCols;
+  const int64_t p0 = panel * kCols;
+  const int64_t cols = std::min(kCols, band - p0);
+  int64_t top[kCols];   // the input row of tap i = 0 per column
+  int64_t left[kCols];  // the input column of tap j = 0 per column
+  for (int64_t q = 0; q < cols; ++q) {
+    top[q] = (row_begin + (p0 + q) / s.out_w) * s.stride_h - s.pad_h;
+    left[q] = ((p0 + q) % s.out_w) * s.stride_w - s.pad_w;
+  }
   for (int64_t ci = 0; ci < s.in_channels; ++ci) {
     const float* channel = image + ci * s.in_h * s.in_w;
     for (int64_t i = 0; i < s.kernel_h; ++i) {
       for (int64_t j = 0; j < s.kernel_w; ++j) {
-        float* dst = columns + ((ci * s.kernel_h + i) * s.kernel_w + j) * band;
-        for (int64_t oy = row_begin; oy < row_end; ++oy) {
-          const int64_t iy = oy * s.stride_h - s.pad_h + i;
-          float* dst_row = dst + (oy - row_begin) * s.out_w;
-          if (iy < 0 || iy >= s.in_h) {
-            std::fill(dst_row, dst_row + s.out_w, 0.0f);
-            continue;
-          }
-          const float* src_row = channel + iy * s.in_w;
-          for (int64_t ox = 0; ox < s.out_w; ++ox) {
-            const int64_t ix = ox * s.stride_w - s.pad_w + j;
-            dst_row[ox] = (ix >= 0 && ix < s.in_w) ? src_row[ix] : 0.0f;
-          }
+        float* row = dst + ((ci * s.kernel_h + i) * s.kernel_w + j) * kCols;
+        for (int64_t q = 0; q < cols; ++q) {
+          const int64_t iy = top[q] + i;
+          const int64_t ix = left[q] + j;
+          const bool inside = iy >= 0 && iy < s.in_h && ix >= 0 && ix < s.in_w;
+          row[q] = inside ? channel[iy * s.in_w + ix] : 0.0f;
         }
+        for (int64_t q = cols; q < kCols; ++q) row[q] = 0.0f;
       }
     }
   }
@@ -58,7 +66,8 @@ void conv2d_f32(const float* x, const float* weight, const float* bias, float* o
                                 s.stride_w == 1 && s.pad_h == 0 && s.pad_w == 0;
   const int64_t rows_per_band =
       std::clamp<int64_t>(kColumnBufferFloats / std::max<int64_t>(k * s.out_w, 1), 1, s.out_h);
-  std::vector<float> columns(image_is_columns ? 0 : k * rows_per_band * s.out_w);
+  std::vector<float> packed(image_is_columns ? 0
+                                             : gemm_packed_b_floats(rows_per_band * s.out_w, k));
 
   for (int64_t n = 0; n < s.batch; ++n) {
     const float* image = x + n * s.in_channels * s.in_h * s.in_w;
@@ -70,11 +79,13 @@ void conv2d_f32(const float* x, const float* weight, const float* bias, float* o
       for (int64_t row_begin = 0; row_begin < s.out_h; row_begin += rows_per_band) {
         const int64_t row_end = std::min(row_begin + rows_per_band, s.out_h);
         const int64_t band = (row_end - row_begin) * s.out_w;
-        im2col_rows(image, s, row_begin, row_end, columns.data());
+        parallel_for((band + kGemmPanelColumns - 1) / kGemmPanelColumns, [&](int64_t panel) {
+          im2col_panel(image, s, row_begin, band, panel, packed.data());
+        });
         // result[:, band] = weight [Cout, K] x columns [K, band]; the output
         // rows stride over the whole plane.
-        gemm_f32(weight, k, columns.data(), band, /*transpose_b=*/false,
-                 result + row_begin * s.out_w, pixels, s.out_channels, band, k);
+        gemm_f32_packed_b(weight, k, packed.data(), result + row_begin * s.out_w, pixels,
+                          s.out_channels, band, k);
       }
     }
     if (bias == nullptr) continue;

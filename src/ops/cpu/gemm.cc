@@ -31,7 +31,7 @@ namespace oasr::ops::cpu {
 namespace {
 
 constexpr int64_t kMr = 6;                                // rows of a micro-kernel block
-constexpr int64_t kNr = 16;                               // columns of a panel (two AVX2 vectors)
+constexpr int64_t kNr = kGemmPanelColumns;                // columns of a panel (two AVX2 vectors)
 constexpr int64_t kKc = 256;                              // K per pass over a panel
 constexpr int64_t kMc = 48;                               // rows of a pool task
 constexpr int64_t kNc = 128;                              // columns of a pool task
@@ -204,6 +204,29 @@ std::vector<float>& packing_buffer(size_t floats) {
   return buffer;
 }
 
+// Every tile of c over the pool (or in order when !parallel). Tiles never
+// change a bit, only the traffic: a b too large for the caches is streamed
+// once, by tiles spanning (up to kMcWide) every row.
+void run_tiles(MicroKernel kernel, const float* a, int64_t lda, const float* b, int64_t ldb,
+               const float* packed, float* c, int64_t ldc, int64_t m, int64_t n, int64_t k,
+               bool parallel) {
+  const int64_t tile_rows = n * k > kCachedPanelFloats ? kMcWide : kMc;
+  const int64_t row_tiles = (m + tile_rows - 1) / tile_rows;
+  const int64_t tile_columns = kNc;
+  const int64_t column_tiles = (n + tile_columns - 1) / tile_columns;
+  const auto tile = [&](int64_t index) {
+    const int64_t m0 = (index / column_tiles) * tile_rows;
+    const int64_t n0 = (index % column_tiles) * tile_columns;
+    run_tile(kernel, a, lda, b, ldb, packed, c, ldc, m0, std::min(m, m0 + tile_rows), n0,
+             std::min(n, n0 + tile_columns), n, k);
+  };
+  if (parallel) {
+    parallel_for(row_tiles * column_tiles, tile);
+  } else {
+    for (int64_t i = 0; i < row_tiles * column_tiles; ++i) tile(i);
+  }
+}
+
 }  // namespace
 
 void gemm_f32(const float* a, int64_t lda, const float* b, int64_t ldb, bool transpose_b, float* c,
@@ -223,25 +246,22 @@ void gemm_f32(const float* a, int64_t lda, const float* b, int64_t ldb, bool tra
   const auto pack = [&](int64_t i) {
     pack_panel(b, ldb, transpose_b, n, k, i, packed + i * k * kNr);
   };
-  // Tiles never change a bit, only the traffic: a b too large for the
-  // caches is streamed once, by tiles spanning (up to kMcWide) every row.
-  const int64_t tile_rows = n * k > kCachedPanelFloats ? kMcWide : kMc;
-  const int64_t row_tiles = (m + tile_rows - 1) / tile_rows;
-  const int64_t tile_columns = kNc;
-  const int64_t column_tiles = (n + tile_columns - 1) / tile_columns;
-  const auto tile = [&](int64_t index) {
-    const int64_t m0 = (index / column_tiles) * tile_rows;
-    const int64_t n0 = (index % column_tiles) * tile_columns;
-    run_tile(kernel, a, lda, b, ldb, packed, c, ldc, m0, std::min(m, m0 + tile_rows), n0,
-             std::min(n, n0 + tile_columns), n, k);
-  };
   if (parallel) {
     parallel_for(panels, pack);
-    parallel_for(row_tiles * column_tiles, tile);
   } else {
     for (int64_t i = 0; i < panels; ++i) pack(i);
-    for (int64_t i = 0; i < row_tiles * column_tiles; ++i) tile(i);
   }
+  run_tiles(kernel, a, lda, b, ldb, packed, c, ldc, m, n, k, parallel);
+}
+
+void gemm_f32_packed_b(const float* a, int64_t lda, const float* packed_b, float* c, int64_t ldc,
+                       int64_t m, int64_t n, int64_t k) {
+  if (m == 0 || n == 0) return;
+  if (k == 0) {
+    for (int64_t r = 0; r < m; ++r) std::fill(c + r * ldc, c + r * ldc + n, 0.0f);
+    return;
+  }
+  run_tiles(micro_kernel(), a, lda, nullptr, 0, packed_b, c, ldc, m, n, k, /*parallel=*/true);
 }
 
 void linear_f32(const float* x, const float* weight, const float* bias, float* out, int64_t rows,

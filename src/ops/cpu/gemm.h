@@ -35,4 +35,16 @@ void matmul_f32(const float* a, const float* b, float* out, int64_t batch, int64
 void gemm_f32(const float* a, int64_t lda, const float* b, int64_t ldb, bool transpose_b, float* c,
               int64_t ldc, int64_t m, int64_t n, int64_t k, bool parallel = true);
 
+// The layout gemm_f32 packs b into, for a caller that can write it directly
+// (the convolution's im2col): panel i holds columns [i * kGemmPanelColumns,
+// (i + 1) * kGemmPanelColumns) of b as [K][kGemmPanelColumns], zeros past N;
+// panels follow each other.
+inline constexpr int64_t kGemmPanelColumns = 16;
+inline int64_t gemm_packed_b_floats(int64_t n, int64_t k) {
+  return (n + kGemmPanelColumns - 1) / kGemmPanelColumns * k * kGemmPanelColumns;
+}
+// gemm_f32 with b given in that layout (same order, same bits; parallel).
+void gemm_f32_packed_b(const float* a, int64_t lda, const float* packed_b, float* c, int64_t ldc,
+                       int64_t m, int64_t n, int64_t k);
+
 }  // namespace oasr::ops::cpu
