@@ -355,7 +355,9 @@ TEST_F(CpuSimdOps, LayerNormRowsFollowTheDefinitionWhateverTheSplit) {
       layer_norm_definition(&expected_sum[r * features], w.data(), b.data(),
                             &expected_added[r * features], features, 1e-5f);
     }
-    for (int threads : {1, 2}) {
+    for (const auto& [level, threads] : std::vector<std::pair<CpuIsa, int>>{
+             {CpuIsa::kScalar, 1}, {CpuIsa::kAvx2, 1}, {CpuIsa::kAvx2, 2}}) {
+      cap_cpu_isa(level);
       ops::set_cpu_threads(threads);
       std::vector<float> out(x.size()), sum(x.size()), added(x.size());
       ops::cpu::layer_norm_f32(x.data(), w.data(), b.data(), out.data(), rows, features, 1e-5f);

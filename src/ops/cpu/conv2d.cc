@@ -37,16 +37,22 @@ void im2col_panel(const float* image, const Conv2dShape& s, int64_t row_begin, i
     top[q] = (row_begin + (p0 + q) / s.out_w) * s.stride_h - s.pad_h;
     left[q] = ((p0 + q) % s.out_w) * s.stride_w - s.pad_w;
   }
+  // Without padding every tap lies inside the image: no bounds test.
+  const bool unpadded = s.pad_h == 0 && s.pad_w == 0;
   for (int64_t ci = 0; ci < s.in_channels; ++ci) {
     const float* channel = image + ci * s.in_h * s.in_w;
     for (int64_t i = 0; i < s.kernel_h; ++i) {
       for (int64_t j = 0; j < s.kernel_w; ++j) {
         float* row = dst + ((ci * s.kernel_h + i) * s.kernel_w + j) * kCols;
-        for (int64_t q = 0; q < cols; ++q) {
-          const int64_t iy = top[q] + i;
-          const int64_t ix = left[q] + j;
-          const bool inside = iy >= 0 && iy < s.in_h && ix >= 0 && ix < s.in_w;
-          row[q] = inside ? channel[iy * s.in_w + ix] : 0.0f;
+        if (unpadded) {
+          for (int64_t q = 0; q < cols; ++q) row[q] = channel[(top[q] + i) * s.in_w + left[q] + j];
+        } else {
+          for (int64_t q = 0; q < cols; ++q) {
+            const int64_t iy = top[q] + i;
+            const int64_t ix = left[q] + j;
+            const bool inside = iy >= 0 && iy < s.in_h && ix >= 0 && ix < s.in_w;
+            row[q] = inside ? channel[iy * s.in_w + ix] : 0.0f;
+          }
         }
         for (int64_t q = cols; q < kCols; ++q) row[q] = 0.0f;
       }

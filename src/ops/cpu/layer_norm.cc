@@ -11,7 +11,13 @@
 #include <algorithm>
 #include <cmath>
 
+#include "core/cpu_features.h"
 #include "ops/cpu_threads.h"
+#if defined(__x86_64__)
+#include <immintrin.h>
+
+#include "core/activations_avx2.h"  // OASR_AVX2_TARGET
+#endif
 
 namespace oasr::ops::cpu {
 namespace {
@@ -21,6 +27,46 @@ namespace {
 // side by side so the adds' latency overlaps.
 constexpr int64_t kRowsPerTask = 16;
 constexpr int kRows = 4;
+
+// y_d = float((x_d - mean) * rstd * w_d + b_d) in double for d in [begin, end).
+void scale_shift_scalar(const float* x, const float* weight, const float* bias, float* out,
+                        int64_t begin, int64_t end, double mean, double rstd) {
+  for (int64_t d = begin; d < end; ++d) {
+    double y = (static_cast<double>(x[d]) - mean) * rstd;
+    if (weight != nullptr) y = y * static_cast<double>(weight[d]);
+    if (bias != nullptr) y = y + static_cast<double>(bias[d]);
+    out[d] = static_cast<float>(y);
+  }
+}
+
+#if defined(__x86_64__)
+// Four lanes of the same double operations (the conversions are exact, the
+// final one rounds to nearest as the scalar cast does): the same bits.
+OASR_AVX2_TARGET void scale_shift_avx2(const float* x, const float* weight, const float* bias,
+                                       float* out, int64_t features, double mean, double rstd) {
+  const __m256d mean4 = _mm256_set1_pd(mean);
+  const __m256d rstd4 = _mm256_set1_pd(rstd);
+  int64_t d = 0;
+  for (; d + 4 <= features; d += 4) {
+    __m256d y = _mm256_mul_pd(_mm256_sub_pd(_mm256_cvtps_pd(_mm_loadu_ps(x + d)), mean4), rstd4);
+    if (weight != nullptr) y = _mm256_mul_pd(y, _mm256_cvtps_pd(_mm_loadu_ps(weight + d)));
+    if (bias != nullptr) y = _mm256_add_pd(y, _mm256_cvtps_pd(_mm_loadu_ps(bias + d)));
+    _mm_storeu_ps(out + d, _mm256_cvtpd_ps(y));
+  }
+  scale_shift_scalar(x, weight, bias, out, d, features, mean, rstd);
+}
+#endif
+
+void scale_shift_row(const float* x, const float* weight, const float* bias, float* out,
+                     int64_t features, double mean, double rstd) {
+#if defined(__x86_64__)
+  if (cpu_has(CpuIsa::kAvx2)) {
+    scale_shift_avx2(x, weight, bias, out, features, mean, rstd);
+    return;
+  }
+#endif
+  scale_shift_scalar(x, weight, bias, out, 0, features, mean, rstd);
+}
 
 // Rows [0, count) of x (count <= kRows), each normalized as defined above.
 void normalize_rows(const float* x, const float* weight, const float* bias, float* out, int count,
@@ -45,14 +91,7 @@ void normalize_rows(const float* x, const float* weight, const float* bias, floa
     rstd[r] = 1.0 / std::sqrt(variance + static_cast<double>(eps));
   }
   for (int r = 0; r < count; ++r) {
-    const float* row = x + r * features;
-    float* dst = out + r * features;
-    for (int64_t d = 0; d < features; ++d) {
-      double y = (static_cast<double>(row[d]) - mean[r]) * rstd[r];
-      if (weight != nullptr) y = y * static_cast<double>(weight[d]);
-      if (bias != nullptr) y = y + static_cast<double>(bias[d]);
-      dst[d] = static_cast<float>(y);
-    }
+    scale_shift_row(x + r * features, weight, bias, out + r * features, features, mean[r], rstd[r]);
   }
 }
 
