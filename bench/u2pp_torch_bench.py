@@ -35,6 +35,19 @@ fp8_rowwise is Float8DynamicActivationFloat8WeightConfig(granularity=PerRow())
 with --compile (torchao's kernels come from inductor). Lines carry
 "quantization":"torchao_<name>".
 
+--onnxruntime (cpu) also times ONNX Runtime, the engine under sherpa-onnx
+and WeNet's ONNX runtime: the serving encoder of tools/train/model.py (same
+weights) exported with torch.onnx.export (opset 17, batch and time dynamic),
+run by an InferenceSession on the CPUExecutionProvider with
+intra_op_num_threads = --threads; lines "impl":"onnxruntime". With
+--dynamic-int8 also "impl":"onnxruntime_int8": the same graph through
+onnxruntime.quantization.quantize_dynamic (int8 weights, activations
+quantized at run time, what its documentation offers for transformer
+models). Before timing, the exported graph's output is checked against the
+PyTorch encoder on one input (max abs difference 1e-3, else the script
+stops). Without onnxruntime (and, for int8, onnx) installed, the lines are
+left out with the reason on stderr.
+
 DIR is a WeNet experiment directory (train.yaml, final.pt, units.txt,
 global_cmvn), e.g. one written by tests/oracle/u2pp/make_u2pp_case.py; oasr
 loads the same directory, so both time the same weights. The input values
@@ -43,10 +56,13 @@ encoder's cost does not depend on them.
 """
 
 import argparse
+import atexit
 import json
 import os
+import shutil
 import statistics
 import sys
+import tempfile
 import time
 
 import torch
@@ -134,6 +150,72 @@ def time_encoder(encode, feats, lengths, warmup: int, iters: int, device: torch.
     return statistics.median(times_ms), min(times_ms), peak
 
 
+def onnxruntime_variants(ckpt_dir: str, threads: int, int8: bool, workdir: str):
+    """[(impl, encode)] for ONNX Runtime (see --onnxruntime), or [] with the
+    reason on stderr when the packages are missing."""
+    try:
+        import numpy as np
+        import onnxruntime as ort
+    except ImportError as error:
+        print(f"u2pp_torch_bench: ONNX Runtime left out ({error}); see bench/README.md",
+              file=sys.stderr)
+        return []
+    encoder = load_serving_encoder(ckpt_dir).encoder
+
+    class EncoderOutput(torch.nn.Module):
+
+        def __init__(self, inner):
+            super().__init__()
+            self.inner = inner
+
+        def forward(self, feats, lengths):
+            return self.inner(feats, lengths)[0]
+
+    # eval() on the wrapper: torch.onnx.export restores the wrapper's mode
+    # afterwards, and a wrapper left in training mode would turn dropout on.
+    wrapped = EncoderOutput(encoder).eval()
+    probe = torch.randn(2, 300, wrapped.inner.cfg.input_dim,
+                        generator=torch.Generator().manual_seed(1))
+    probe_lengths = torch.tensor([300, 217], dtype=torch.int64)
+    fp32_path = os.path.join(workdir, "u2pp_encoder.onnx")
+    with torch.inference_mode():
+        expected = wrapped(probe, probe_lengths).numpy()
+    torch.onnx.export(wrapped, (probe, probe_lengths), fp32_path, opset_version=17,
+                      input_names=["feats", "lengths"], output_names=["encoded"],
+                      dynamic_axes={"feats": {0: "batch", 1: "frames"}, "lengths": {0: "batch"},
+                                    "encoded": {0: "batch", 1: "encoded_frames"}})
+    paths = [("onnxruntime", fp32_path)]
+    if int8:
+        try:
+            from onnxruntime.quantization import QuantType, quantize_dynamic
+        except ImportError as error:
+            print(f"u2pp_torch_bench: ONNX Runtime int8 left out ({error}); see bench/README.md",
+                  file=sys.stderr)
+        else:
+            int8_path = os.path.join(workdir, "u2pp_encoder_int8.onnx")
+            quantize_dynamic(fp32_path, int8_path, weight_type=QuantType.QInt8)
+            paths.append(("onnxruntime_int8", int8_path))
+    options = ort.SessionOptions()
+    if threads > 0:
+        options.intra_op_num_threads = threads
+    options.inter_op_num_threads = 1
+    variants = []
+    for impl, path in paths:
+        session = ort.InferenceSession(path, options, providers=["CPUExecutionProvider"])
+        if impl == "onnxruntime":
+            got = session.run(None, {"feats": probe.numpy(), "lengths": probe_lengths.numpy()})[0]
+            error = float(np.abs(got - expected).max())
+            if not error <= 1e-3:
+                raise SystemExit(f"the exported ONNX encoder differs from PyTorch by {error} "
+                                 "(max abs); not timing it")
+
+        def encode(f, n, session=session):
+            return session.run(None, {"feats": f.numpy(), "lengths": n.numpy()})
+
+        variants.append((impl, encode))
+    return variants
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--ckpt-dir", required=True)
@@ -148,6 +230,8 @@ def main() -> int:
     parser.add_argument("--dtype", choices=sorted(DTYPES), default="float32")
     parser.add_argument("--compile", action="store_true")
     parser.add_argument("--torchao", choices=["int8_dynamic", "fp8_rowwise"], default=None)
+    parser.add_argument("--onnxruntime", action="store_true",
+                        help="cpu: also time ONNX Runtime (fp32, and int8 with --dynamic-int8)")
     parser.add_argument("--only-cudagraphs", action="store_true",
                         help="with --compile on cuda: time only torch.compile "
                         "mode=reduce-overhead (torchao's eager W8A8 takes ~0.25 s a call)")
@@ -164,6 +248,8 @@ def main() -> int:
         parser.error("--dynamic-int8 is a CPU baseline")
     if args.torchao and device.type != "cuda":
         parser.error("--torchao is a CUDA baseline")
+    if args.onnxruntime and device.type != "cpu":
+        parser.error("--onnxruntime is a CPU baseline")
 
     if args.threads > 0:
         torch.set_num_threads(args.threads)
@@ -206,6 +292,11 @@ def main() -> int:
     elif args.compile:
         variants.append(("pytorch_compile", "default"))
 
+    workdir = tempfile.mkdtemp(prefix="u2pp_onnx_")
+    atexit.register(shutil.rmtree, workdir, True)
+    if args.onnxruntime:
+        variants += onnxruntime_variants(args.ckpt_dir, args.threads, args.dynamic_int8, workdir)
+
     frames = int(round(args.seconds * FRAMES_PER_SECOND))
     generator = torch.Generator(device="cpu").manual_seed(args.seed)
     inputs = []
@@ -229,15 +320,21 @@ def main() -> int:
             warmup = max(args.warmup, 3) if compile_mode else args.warmup
             median_ms, min_ms, peak = time_encoder(encode, feats, lengths, warmup, args.iters,
                                                    device)
+            onnx = impl.startswith("onnxruntime")
             line = {
                 "bench": "encoder", "impl": impl, "device": args.device, "batch": batch,
                 "seconds": args.seconds, "median_ms": round(median_ms, 3),
                 "min_ms": round(min_ms, 3),
                 "rtfx": round(batch * args.seconds / (median_ms / 1e3), 3),
-                "threads": torch.get_num_threads(), "quantization": quantization,
+                "threads": args.threads if onnx else torch.get_num_threads(),
+                "quantization": ("dynamic_int8" if impl == "onnxruntime_int8" else "none")
+                if onnx else quantization,
                 "dtype": args.dtype,
                 "model": "tools/train/model.py" if serving else "tests/oracle/u2pp",
             }
+            if onnx:
+                line["model"] = "tools/train/model.py exported to ONNX"
+                line["onnxruntime"] = sys.modules["onnxruntime"].__version__
             if peak is not None:
                 line["peak_mem_mb"] = round(peak, 3)
             if compile_mode:

@@ -195,6 +195,10 @@ std::map<std::pair<std::string, int64_t>, nlohmann::json> run_baseline(
   // What a PyTorch user would reach for against an int8 engine: dynamic int8
   // on every nn.Linear (torch.ao quantize_dynamic, what WeNet's export uses).
   if (options.quantization.scheme.rfind("int8", 0) == 0) command << " --dynamic-int8";
+  // On the CPU, ONNX Runtime too (fp32, and its dynamic int8 with the line
+  // above): the engine under sherpa-onnx and WeNet's ONNX runtime. The script
+  // leaves it out, saying why, where the package is not installed.
+  if (!served.served_device().is_cuda()) command << " --onnxruntime";
 
   const auto timing_line = [](const nlohmann::json& line) {
     return line.is_object() && line.contains("batch") && line["batch"].is_number_integer() &&
@@ -270,6 +274,13 @@ void run_bench_encoder(const BenchEncoderOptions& options) {
       line["torch_compile_ms"] = round3(compile_ms);
       line["speedup_compile"] = round3(compile_ms / oasr_ms);
     }
+    for (const char* peer : {"onnxruntime", "onnxruntime_int8"}) {
+      const auto found = baseline.find({peer, batch});
+      if (found == baseline.end()) continue;
+      const double peer_ms = found->second["median_ms"].get<double>();
+      line[std::string(peer) + "_ms"] = round3(peer_ms);
+      line[std::string("speedup_") + peer] = round3(peer_ms / oasr_ms);
+    }
     const auto graphs = baseline.find({"pytorch_compile_cudagraphs", batch});
     if (graphs != baseline.end()) {
       const double graphs_ms = graphs->second["median_ms"].get<double>();
@@ -291,7 +302,7 @@ Command add_bench_command(CLI::App& parent) {
       "Time the U2++ encoder (full attention; float32 on cpu or quantized with --quantization; "
       "float16/bfloat16/float32 on cuda) on random fbank input and compare with the PyTorch "
       "oracle model (dynamic int8 Linear when the scheme is int8; eager and torch.compile on "
-      "cuda)");
+      "cuda; on cpu also ONNX Runtime fp32 and, for int8, its dynamic int8, where installed)");
   encoder
       ->add_option("--ckpt-dir", options->checkpoint_dir,
                    "checkpoint directory (WeNet experiment directory or oasr native)")
