@@ -43,6 +43,13 @@ class CpuSimdOps : public ::testing::Test {
   }
 };
 
+// Every dispatch level this CPU runs (AVX2 is there: SetUp skips otherwise).
+std::vector<CpuIsa> dispatch_levels() {
+  std::vector<CpuIsa> levels = {CpuIsa::kScalar, CpuIsa::kAvx2};
+  if (cpu_isa_detected() >= CpuIsa::kAvx512Vnni) levels.push_back(CpuIsa::kAvx512Vnni);
+  return levels;
+}
+
 bool same_bits(float a, float b) {
   return float_bits(a) == float_bits(b);
 }
@@ -294,7 +301,7 @@ TEST_F(CpuSimdOps, Conv2dFollowsTheDefinitionBitForBit) {
     for (bool with_bias : {true, false}) {
       const std::vector<float> no_bias;
       const std::vector<float> expected = conv2d_definition(x, w, with_bias ? bias : no_bias, s);
-      for (CpuIsa level : {CpuIsa::kScalar, CpuIsa::kAvx2}) {
+      for (CpuIsa level : dispatch_levels()) {
         for (int threads : {1, 2}) {
           cap_cpu_isa(level);
           ops::set_cpu_threads(threads);
@@ -509,22 +516,27 @@ std::vector<float> run_gemm(CpuIsa level, const std::vector<float>& a, const std
 TEST_F(CpuSimdOps, GemmBodiesFollowTheDefinitionBitForBit) {
   std::mt19937 rng(23);
   std::normal_distribution<float> normal(0.0f, 1.0f);
-  for (auto [m, n, k] : {std::tuple<int64_t, int64_t, int64_t>{1, 1, 1},
-                         {1, 17, 3},
-                         {5, 15, 0},
-                         {6, 16, 64},
-                         {7, 33, 257},
-                         {13, 31, 256},
-                         {64, 100, 1100},
-                         // a [K, N] b past the whole-pack cap (ops/cpu/gemm.cc): packed per block
-                         {7, 2000, 2100}}) {
+  for (auto [m, n, k] :
+       {std::tuple<int64_t, int64_t, int64_t>{1, 1, 1},
+        {1, 17, 3},
+        {5, 15, 0},
+        {6, 16, 64},
+        {7, 33, 257},
+        {13, 31, 256},
+        {64, 100, 1100},
+        // AVX-512's 12 x 32 blocks: row and two-panel tails (a partial second panel)
+        {25, 50, 300},
+        {12, 32, 40},
+        // a [K, N] b past the whole-pack cap (ops/cpu/gemm.cc): packed per block
+        {7, 2000, 2100},
+        {13, 2002, 2100}}) {
     std::vector<float> a(static_cast<size_t>(m * k)), b(static_cast<size_t>(k * n));
     for (float& v : a) v = normal(rng);
     for (float& v : b) v = normal(rng);
     for (bool transpose_b : {false, true}) {
       const auto want = gemm_by_definition(a, b, transpose_b, m, n, k);
-      for (CpuIsa level : {CpuIsa::kScalar, CpuIsa::kAvx2}) {
-        ops::set_cpu_threads(level == CpuIsa::kAvx2 ? 2 : 1);
+      for (CpuIsa level : dispatch_levels()) {
+        ops::set_cpu_threads(level == CpuIsa::kScalar ? 1 : 2);
         const auto got = run_gemm(level, a, b, transpose_b, m, n, k);
         for (size_t i = 0; i < want.size(); ++i) {
           ASSERT_TRUE(same_bits(got[i], want[i]))

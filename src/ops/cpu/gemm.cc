@@ -1,7 +1,7 @@
 // The float32 GEMM of ops/cpu/gemm.h, in the order defined there.
 //
 // Layout (BLIS's, without packing a): b is packed once per call into panels
-// of kNr columns, [K][kNr] each, zeros past N (a b too large to pack whole
+// of kNr columns (the AVX-512 body reads two side by side), [K][kNr] each, zeros past N (a b too large to pack whole
 // is packed one kKc x kNr block at a time instead); a micro-kernel keeps a
 // kMr x kNr block of outputs in registers and runs the k loop over one
 // panel, broadcasting a's elements straight from its kMr rows (each row a
@@ -17,6 +17,7 @@
 #include <algorithm>
 #include <cmath>
 #include <cstring>
+#include <utility>
 #include <vector>
 
 #include "core/cpu_features.h"
@@ -39,15 +40,22 @@ constexpr int64_t kMcWide = 264;                          // rows of a task when
 constexpr int64_t kCachedPanelFloats = int64_t{1} << 18;  // 1 MiB of b
 constexpr int64_t kWholePackFloats = int64_t{1} << 22;    // a [K, N] b packed whole up to 16 MiB
 
-// A micro-kernel: c[0..rows, 0..cols] (ldc) continues (accumulate) or
-// starts at +0, then takes kc terms of a's rows (a[r * lda + p]) against one
-// panel ([kc][ldp]).
-using MicroKernel = void (*)(int64_t rows, const float* a, int64_t lda, const float* panel,
-                             int64_t ldp, int64_t kc, float* c, int64_t ldc, int64_t cols,
-                             bool accumulate);
+// A micro-kernel body: c[0..rows, 0..cols] (ldc) continues (accumulate) or
+// starts at +0, then takes kc terms of a's rows (a[r * lda + p]) against
+// panels of kNr columns ([kc][ldp] each); a body of two-panel width reads
+// columns kNr.. from panel + panel_stride.
+using MicroBody = void (*)(int64_t rows, const float* a, int64_t lda, const float* panel,
+                           int64_t panel_stride, int64_t ldp, int64_t kc, float* c, int64_t ldc,
+                           int64_t cols, bool accumulate);
+struct MicroKernel {
+  MicroBody body;
+  int64_t rows;    // the most rows of one call
+  int64_t panels;  // panels (of kNr columns) one call covers
+};
 
-void micro_scalar(int64_t rows, const float* a, int64_t lda, const float* panel, int64_t ldp,
-                  int64_t kc, float* c, int64_t ldc, int64_t cols, bool accumulate) {
+void micro_scalar(int64_t rows, const float* a, int64_t lda, const float* panel,
+                  int64_t /*panel_stride*/, int64_t ldp, int64_t kc, float* c, int64_t ldc,
+                  int64_t cols, bool accumulate) {
   for (int64_t r = 0; r < rows; ++r) {
     for (int64_t j = 0; j < cols; ++j) {
       float s = accumulate ? c[r * ldc + j] : 0.0f;
@@ -107,8 +115,9 @@ OASR_AVX2_TARGET void micro_avx2_rows(const float* a, int64_t lda, const float* 
   }
 }
 
-void micro_avx2(int64_t rows, const float* a, int64_t lda, const float* panel, int64_t ldp,
-                int64_t kc, float* c, int64_t ldc, int64_t cols, bool accumulate) {
+void micro_avx2(int64_t rows, const float* a, int64_t lda, const float* panel,
+                int64_t /*panel_stride*/, int64_t ldp, int64_t kc, float* c, int64_t ldc,
+                int64_t cols, bool accumulate) {
   switch (rows) {
     case 6:
       return micro_avx2_rows<6>(a, lda, panel, ldp, kc, c, ldc, cols, accumulate);
@@ -124,13 +133,81 @@ void micro_avx2(int64_t rows, const float* a, int64_t lda, const float* panel, i
       return micro_avx2_rows<1>(a, lda, panel, ldp, kc, c, ldc, cols, accumulate);
   }
 }
+
+// AVX-512: kMrWide rows x two panels (32 columns) per call, two zmm
+// accumulators a row, so each broadcast of a feeds two 16-lane fmas (the
+// AVX2 body's 6 x 16 block spends 8 loads per 12 fmas). 8 rows measured
+// best on a Zen 4 (double-pumped 512-bit fmas: 6 and 12 rows were slower;
+// U2++ fp32 B = 4 686 -> 638 ms against the AVX2 body, bench/README.md).
+// Same fma chain per output, so the same bits; a partial second panel is
+// handled by masks, a call of at most kNr columns goes to the AVX2 body.
+constexpr int64_t kMrWide = 8;
+
+template <int kRows>
+__attribute__((target("avx512f,avx2,fma"))) void micro_avx512_rows(
+    const float* a, int64_t lda, const float* panel, int64_t panel_stride, int64_t ldp, int64_t kc,
+    float* c, int64_t ldc, int64_t cols, bool accumulate) {
+  const float* panel1 = panel + panel_stride;
+  const __mmask16 high = static_cast<__mmask16>((1u << (cols - kNr)) - 1u);
+  __m512 lo[kRows], hi[kRows];
+#pragma GCC unroll 16
+  for (int r = 0; r < kRows; ++r) {
+    if (accumulate) {
+      lo[r] = _mm512_loadu_ps(c + r * ldc);
+      hi[r] = _mm512_maskz_loadu_ps(high, c + r * ldc + kNr);
+    } else {
+      lo[r] = hi[r] = _mm512_setzero_ps();
+    }
+  }
+  for (int64_t p = 0; p < kc; ++p) {
+    const __m512 b0 = _mm512_loadu_ps(panel + p * ldp);
+    const __m512 b1 = _mm512_loadu_ps(panel1 + p * ldp);
+#pragma GCC unroll 16
+    for (int r = 0; r < kRows; ++r) {
+      const __m512 av = _mm512_set1_ps(a[r * lda + p]);
+      lo[r] = _mm512_fmadd_ps(av, b0, lo[r]);
+      hi[r] = _mm512_fmadd_ps(av, b1, hi[r]);
+    }
+  }
+#pragma GCC unroll 16
+  for (int r = 0; r < kRows; ++r) {
+    _mm512_storeu_ps(c + r * ldc, lo[r]);
+    _mm512_mask_storeu_ps(c + r * ldc + kNr, high, hi[r]);
+  }
+}
+
+template <int... kRows>
+void micro_avx512_dispatch(std::integer_sequence<int, kRows...>, int64_t rows, const float* a,
+                           int64_t lda, const float* panel, int64_t panel_stride, int64_t ldp,
+                           int64_t kc, float* c, int64_t ldc, int64_t cols, bool accumulate) {
+  // rows is in [1, kMrWide]: the body of exactly that many rows.
+  ((rows == kRows + 1 ? micro_avx512_rows<kRows + 1>(a, lda, panel, panel_stride, ldp, kc, c, ldc,
+                                                     cols, accumulate)
+                      : void()),
+   ...);
+}
+
+void micro_avx512(int64_t rows, const float* a, int64_t lda, const float* panel,
+                  int64_t panel_stride, int64_t ldp, int64_t kc, float* c, int64_t ldc,
+                  int64_t cols, bool accumulate) {
+  if (cols <= kNr) {  // one panel: the AVX2 body, kMr rows at a time
+    for (int64_t r = 0; r < rows; r += kMr) {
+      micro_avx2(std::min(kMr, rows - r), a + r * lda, lda, panel, 0, ldp, kc, c + r * ldc, ldc,
+                 cols, accumulate);
+    }
+    return;
+  }
+  micro_avx512_dispatch(std::make_integer_sequence<int, kMrWide>{}, rows, a, lda, panel,
+                        panel_stride, ldp, kc, c, ldc, cols, accumulate);
+}
 #endif
 
 MicroKernel micro_kernel() {
 #if defined(__x86_64__)
-  if (cpu_has(CpuIsa::kAvx2)) return micro_avx2;
+  if (cpu_has(CpuIsa::kAvx512Vnni)) return {micro_avx512, kMrWide, 2};
+  if (cpu_has(CpuIsa::kAvx2)) return {micro_avx2, kMr, 1};
 #endif
-  return micro_scalar;
+  return {micro_scalar, kMr, 1};
 }
 
 // Panel `index` of b: packed[k * kNr + j] = b(k, index * kNr + j), zeros past N.
@@ -175,22 +252,26 @@ void pack_block(const float* b, int64_t ldb, int64_t n, int64_t index, int64_t k
 // that; then it is packed here, one kc x kNr block at a time, so the block
 // sits in L1 for the rows (read in place, its rows straddle two cache lines
 // each).
-void run_tile(MicroKernel kernel, const float* a, int64_t lda, const float* b, int64_t ldb,
+void run_tile(const MicroKernel& kernel, const float* a, int64_t lda, const float* b, int64_t ldb,
               const float* packed, float* c, int64_t ldc, int64_t m0, int64_t m1, int64_t n0,
               int64_t n1, int64_t n, int64_t k) {
-  thread_local float block[kKc * kNr];
+  thread_local float block[2 * kKc * kNr];
+  const int64_t step = kernel.panels * kNr;
   for (int64_t kb = 0; kb < k; kb += kKc) {
     const int64_t kc = std::min(kKc, k - kb);
-    for (int64_t j = n0; j < n1; j += kNr) {
+    for (int64_t j = n0; j < n1; j += step) {
+      const int64_t cols = std::min(step, n1 - j);
       const float* panel = packed + (j / kNr) * k * kNr + kb * kNr;
+      int64_t panel_stride = k * kNr;
       if (packed == nullptr) {
         pack_block(b, ldb, n, j / kNr, kb, kc, block);
+        if (cols > kNr) pack_block(b, ldb, n, j / kNr + 1, kb, kc, block + kKc * kNr);
         panel = block;
+        panel_stride = kKc * kNr;
       }
-      const int64_t cols = std::min(kNr, n1 - j);
-      for (int64_t m = m0; m < m1; m += kMr) {
-        kernel(std::min(kMr, m1 - m), a + m * lda + kb, lda, panel, kNr, kc, c + m * ldc + j, ldc,
-               cols, kb > 0);
+      for (int64_t m = m0; m < m1; m += kernel.rows) {
+        kernel.body(std::min(kernel.rows, m1 - m), a + m * lda + kb, lda, panel, panel_stride, kNr,
+                    kc, c + m * ldc + j, ldc, cols, kb > 0);
       }
     }
   }
@@ -207,7 +288,7 @@ std::vector<float>& packing_buffer(size_t floats) {
 // Every tile of c over the pool (or in order when !parallel). Tiles never
 // change a bit, only the traffic: a b too large for the caches is streamed
 // once, by tiles spanning (up to kMcWide) every row.
-void run_tiles(MicroKernel kernel, const float* a, int64_t lda, const float* b, int64_t ldb,
+void run_tiles(const MicroKernel& kernel, const float* a, int64_t lda, const float* b, int64_t ldb,
                const float* packed, float* c, int64_t ldc, int64_t m, int64_t n, int64_t k,
                bool parallel) {
   const int64_t tile_rows = n * k > kCachedPanelFloats ? kMcWide : kMc;
