@@ -155,6 +155,31 @@ TEST(CliTranscribeInput, SilenceAndDcAreAnEmptyTranscript) {
   EXPECT_EQ(r.out, silence + "\t\n" + alone.out + dc + "\t\n");
 }
 
+// [W3-S] Long endpointed U2++ work shows its progress (seconds of audio) on a
+// terminal, and nothing of it off one. `script` (util-linux) gives the
+// command a pseudo-terminal.
+TEST(CliTranscribeInput, LongEndpointedAudioShowsProgressOnATerminal) {
+  if (run_command("command -v script >/dev/null").exit_code != 0) {
+    GTEST_SKIP() << "util-linux 'script' is not installed";
+  }
+  const TempDir dir;
+  const std::string minute = (dir.path() / "minute.wav").string();
+  write_tone_wav(minute, 61.5);
+  const std::vector<std::string> args = {"transcribe",   "--ckpt-dir", kModel,      minute,
+                                         "--chunk-size", "16",         "--endpoint"};
+  const CliResult piped = run_oasr(args);
+  ASSERT_EQ(piped.exit_code, 0) << piped.err;
+  EXPECT_EQ(piped.err.find("u2pp ["), std::string::npos) << piped.err;
+  std::string command = shell_quote(OASR_CLI_BINARY);
+  for (const std::string& a : args) command += " " + shell_quote(a);
+  const CommandResult r =
+      run_command("script -qec " + shell_quote(command) + " /dev/null </dev/null");
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  EXPECT_NE(r.output.find("\ru2pp ["), std::string::npos) << r.output;
+  EXPECT_NE(r.output.find("62/62 100%"), std::string::npos) << r.output;
+  EXPECT_NE(r.output.find(" s/s"), std::string::npos) << r.output;
+}
+
 // One bad file among good ones: each bad one named on stderr, the good
 // ones transcribed (the same text as alone), exit status 1.
 TEST(CliTranscribeInput, ABadFileIsNamedAndTheOthersAreStillTranscribed) {

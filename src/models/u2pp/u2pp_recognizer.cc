@@ -5,9 +5,11 @@
 #include <exception>
 #include <functional>
 #include <numeric>
+#include <optional>
 
 #include "core/cancellation.h"
 #include "core/error.h"
+#include "core/progress.h"
 #include "decode/attention_rescoring.h"
 #include "decode/ctc_alignment.h"
 #include "models/architecture.h"
@@ -23,6 +25,8 @@ namespace {
 constexpr const char* kCtcGreedy = "ctc_greedy_search";
 constexpr const char* kCtcPrefixBeam = "ctc_prefix_beam_search";
 constexpr const char* kRescoring = "attention_rescoring";
+// Endpointed audio from this many seconds on shows a progress bar.
+constexpr int64_t kProgressAudioSeconds = 60;
 
 audio::FbankOptions fbank_options(const models::FbankConfig& f) {
   audio::FbankOptions o;
@@ -331,14 +335,27 @@ std::vector<Transcript> U2ppRecognizer::transcribe(std::span<const Waveform> utt
     // memory beyond the audio itself stays bounded by a segment.
     std::vector<Transcript> results;
     const size_t piece = static_cast<size_t>(sample_rate());
+    int64_t pieces = 0;
+    for (const Waveform& utterance : utterances) {
+      pieces += static_cast<int64_t>((utterance.size() + piece - 1) / piece);
+    }
+    // Long audio (an hour takes minutes on the CPU): seconds of audio done,
+    // on a terminal (core/progress.h draws nothing elsewhere).
+    std::optional<ProgressBar> progress;
+    if (pieces >= kProgressAudioSeconds) {
+      progress.emplace(pieces, "u2pp");
+      progress->set_unit("s");
+    }
     for (const Waveform& utterance : utterances) {
       U2ppStreamingSession session(*this, options);
       for (size_t at = 0; at < utterance.size(); at += piece) {
         throw_if_cancelled();
         session.accept_waveform(utterance.subspan(at, std::min(piece, utterance.size() - at)));
+        if (progress) progress->advance();
       }
       results.push_back(session.finish());
     }
+    if (progress) progress->finish();
     return results;
   }
   // Features of every utterance at once on the CPU pool (a few ms each on
