@@ -21,7 +21,7 @@ done
 
 APT_PACKAGES=(
   build-essential cmake ninja-build pkg-config git
-  nlohmann-json3-dev libsndfile1-dev libsoxr-dev libkissfft-dev libopenblas-dev
+  nlohmann-json3-dev libsndfile1-dev libmpg123-dev libsoxr-dev libkissfft-dev libopenblas-dev
   libcli11-dev libspdlog-dev libyaml-cpp-dev libzip-dev libcpp-httplib-dev libsentencepiece-dev
   libssl-dev libboost-dev zlib1g-dev
   libgtest-dev libgmock-dev libbenchmark-dev

@@ -12,9 +12,12 @@
 #include <cstdio>
 #include <cstring>
 #include <filesystem>
+#include <functional>
 #include <memory>
+#include <optional>
 #include <sstream>
 
+#include "audio/mpeg_decode.h"
 #include "audio/resample.h"
 #include "audio/riff_chunks.h"
 #include "core/error.h"
@@ -90,31 +93,51 @@ std::string describe_format(int format) {
          format_name(format & SF_FORMAT_SUBMASK, SFC_GET_FORMAT_INFO);
 }
 
+// Where decoded frames come from: reads up to `frames` interleaved float
+// frames into `out`, returns how many (0 at the end, negative on an error,
+// which `error` then describes).
+struct FrameSource {
+  std::function<int64_t(float* out, int64_t frames)> read;
+  std::function<std::string()> error;
+};
+
+// What a container's header says of the stream.
+struct StreamHeader {
+  int sample_rate = 0;
+  int channels = 0;
+  int64_t frames = -1;        // frames per channel; -1 unknown
+  bool exact_length = false;  // the header states the exact length (truncation rule)
+  std::string format;         // e.g. "WAV (Microsoft), Signed 16 bit PCM"
+};
+
 // Reads every frame, mixing to mono by averaging the channels. Refuses input
 // longer than max_frames while reading, so a header that understates the
 // length (or a stream without one) cannot make us decode unbounded audio.
 // The header's frame count sizes the buffer only up to the encoded size: an
 // uncompressed frame takes at least a byte, and a header that overstates
 // the length (a tiny FLAC claiming hours) must not allocate for it.
-std::vector<float> read_mono(SNDFILE* file, const SF_INFO& info, sf_count_t max_frames,
-                             uint64_t encoded_bytes, const std::string& label, double max_seconds) {
-  const int channels = info.channels;
+std::vector<float> read_mono(const FrameSource& source, const StreamHeader& header,
+                             int64_t max_frames, uint64_t encoded_bytes, const std::string& label,
+                             double max_seconds) {
+  const int channels = header.channels;
   std::vector<float> mono;
-  if (info.frames > 0 && info.frames != SF_COUNT_MAX) {
-    const auto cap = static_cast<sf_count_t>(std::min<uint64_t>(encoded_bytes, SF_COUNT_MAX));
-    mono.reserve(static_cast<size_t>(std::min({info.frames, max_frames, cap})));
+  if (header.frames > 0) {
+    const auto cap = static_cast<int64_t>(std::min<uint64_t>(encoded_bytes, INT64_MAX));
+    mono.reserve(static_cast<size_t>(std::min({header.frames, max_frames, cap})));
   }
-  const sf_count_t chunk_frames = std::max<sf_count_t>(1, kChunkSamples / channels);
+  const int64_t chunk_frames = std::max<int64_t>(1, kChunkSamples / channels);
   std::vector<float> interleaved(static_cast<size_t>(chunk_frames * channels));
   const float inverse_channels = 1.0f / static_cast<float>(channels);
   while (true) {
-    const sf_count_t got = sf_readf_float(file, interleaved.data(), chunk_frames);
-    if (got <= 0) break;
-    OASR_CHECK(static_cast<sf_count_t>(mono.size()) + got <= max_frames, kInvalidArgument, label,
+    const int64_t got = source.read(interleaved.data(), chunk_frames);
+    OASR_CHECK(got >= 0, kCorruptFile, label, ": decoding failed after ", mono.size(),
+               " frames: ", source.error());
+    if (got == 0) break;
+    OASR_CHECK(static_cast<int64_t>(mono.size()) + got <= max_frames, kInvalidArgument, label,
                ": audio is longer than the ", max_seconds,
                " s limit; split it into shorter pieces or raise "
                "AudioLoadOptions::max_duration_seconds");
-    for (sf_count_t frame = 0; frame < got; ++frame) {
+    for (int64_t frame = 0; frame < got; ++frame) {
       const float* values = interleaved.data() + frame * channels;
       float value = values[0];
       if (channels > 1) {
@@ -123,19 +146,16 @@ std::vector<float> read_mono(SNDFILE* file, const SF_INFO& info, sf_count_t max_
         value = channels == 2 ? value * 0.5f : value * inverse_channels;
       }
       OASR_CHECK(std::isfinite(value), kCorruptFile, label, ": sample ",
-                 static_cast<sf_count_t>(mono.size()), " is not a finite number (", value,
+                 static_cast<int64_t>(mono.size()), " is not a finite number (", value,
                  "); the file's float data is damaged");
       OASR_CHECK(std::fabs(value) <= kMaxFloatMagnitude, kInvalidArgument, label, ": sample ",
-                 static_cast<sf_count_t>(mono.size()), " is ", value,
+                 static_cast<int64_t>(mono.size()), " is ", value,
                  "; float audio is expected in [-1, 1] and this file's samples are not "
                  "normalised (beyond +-",
                  kMaxFloatMagnitude, "): scale them into [-1, 1] (int16 values: divide by 32768)");
       mono.push_back(value);
     }
   }
-  const int status = sf_error(file);
-  OASR_CHECK(status == SF_ERR_NO_ERROR, kCorruptFile, label, ": decoding failed after ",
-             mono.size(), " frames: ", sf_strerror(file));
   return mono;
 }
 
@@ -211,18 +231,59 @@ bool mpeg_declares_length(const detail::ReadAt& read_at) {
 // STREAMINFO and an MP3's Xing / Info / VBRI header. Fewer frames decoded
 // than declared means the file was cut short. Other containers' lengths are
 // not trusted here (an Ogg cut short fails to open instead).
-void refuse_short_decode(const SF_INFO& info, size_t decoded, bool mpeg_length_declared,
-                         const std::string& label) {
-  if (info.frames <= 0 || info.frames == SF_COUNT_MAX) return;
-  const int major = info.format & SF_FORMAT_TYPEMASK;
-  const bool exact = major == SF_FORMAT_FLAC || (major == SF_FORMAT_MPEG && mpeg_length_declared);
-  if (!exact || static_cast<sf_count_t>(decoded) >= info.frames) return;
-  const double rate = static_cast<double>(info.samplerate);
-  OASR_THROW(kCorruptFile, label, ": the file is truncated: its header declares ", info.frames,
-             " frames (", static_cast<double>(info.frames) / rate, " s) but only ", decoded, " (",
+void refuse_short_decode(const StreamHeader& header, size_t decoded, const std::string& label) {
+  if (!header.exact_length || header.frames <= 0) return;
+  if (static_cast<int64_t>(decoded) >= header.frames) return;
+  const double rate = static_cast<double>(header.sample_rate);
+  OASR_THROW(kCorruptFile, label, ": the file is truncated: its header declares ", header.frames,
+             " frames (", static_cast<double>(header.frames) / rate, " s) but only ", decoded, " (",
              static_cast<double>(decoded) / rate,
              " s) decode; it was cut short (an interrupted copy, download or recording): "
              "re-create it");
+}
+
+// The steps every container shares once its header is read: the header's
+// values checked, the length limit, the frames mixed to mono, the
+// truncation rule, resampling.
+DecodedAudio finish_decode(const StreamHeader& header, const FrameSource& source,
+                           uint64_t encoded_bytes, const std::string& label,
+                           const AudioLoadOptions& options) {
+  OASR_CHECK(header.channels > 0, kCorruptFile, label, ": the header declares ", header.channels,
+             " channels; the file is damaged");
+  OASR_CHECK(header.sample_rate > 0, kCorruptFile, label, ": the header declares a sample rate of ",
+             header.sample_rate, " Hz; the file is damaged");
+  const int target = options.target_sample_rate;
+  if (options.require_sample_rate && target != 0 && header.sample_rate != target) {
+    OASR_THROW(kInvalidArgument, label, ": sampled at ", header.sample_rate, " Hz but ", target,
+               " Hz is required (require_sample_rate is set, so it is not resampled); convert "
+               "the file to ",
+               target, " Hz first");
+  }
+  const double max_frames_real = std::floor(options.max_duration_seconds * header.sample_rate);
+  const auto max_frames = static_cast<int64_t>(std::min(max_frames_real, 9.0e18));
+  // Refuse from the header when it already tells.
+  if (header.frames > max_frames) {
+    OASR_THROW(kInvalidArgument, label, ": audio is ",
+               static_cast<double>(header.frames) / header.sample_rate, " s long, over the ",
+               options.max_duration_seconds,
+               " s limit; split it into shorter pieces or raise "
+               "AudioLoadOptions::max_duration_seconds");
+  }
+  DecodedAudio audio;
+  audio.source_sample_rate = header.sample_rate;
+  audio.source_channels = header.channels;
+  audio.source_format = header.format;
+  audio.samples =
+      read_mono(source, header, max_frames, encoded_bytes, label, options.max_duration_seconds);
+  refuse_short_decode(header, audio.samples.size(), label);
+  OASR_CHECK(!audio.samples.empty(), kInvalidArgument, label,
+             ": empty audio (the file holds no samples); nothing to recognise");
+  audio.sample_rate = header.sample_rate;
+  if (target != 0 && target != header.sample_rate) {
+    audio.samples = resample(audio.samples, header.sample_rate, target);
+    audio.sample_rate = target;
+  }
+  return audio;
 }
 
 DecodedAudio decode(SNDFILE* raw_file, const SF_INFO& info, uint64_t encoded_bytes,
@@ -230,45 +291,41 @@ DecodedAudio decode(SNDFILE* raw_file, const SF_INFO& info, uint64_t encoded_byt
                     const AudioLoadOptions& options) {
   SndfileHandle file(raw_file);
   refuse_truncated(file.get(), info, label);
-  OASR_CHECK(info.channels > 0, kCorruptFile, label, ": the header declares ", info.channels,
-             " channels; the file is damaged");
-  OASR_CHECK(info.samplerate > 0, kCorruptFile, label, ": the header declares a sample rate of ",
-             info.samplerate, " Hz; the file is damaged");
-  const int target = options.target_sample_rate;
-  if (options.require_sample_rate && target != 0 && info.samplerate != target) {
-    OASR_THROW(kInvalidArgument, label, ": sampled at ", info.samplerate, " Hz but ", target,
-               " Hz is required (require_sample_rate is set, so it is not resampled); convert "
-               "the file to ",
-               target, " Hz first");
-  }
-  const double max_frames_real = std::floor(options.max_duration_seconds * info.samplerate);
-  const sf_count_t max_frames = static_cast<sf_count_t>(std::min(max_frames_real, 9.0e18));
-  // Refuse from the header when it already tells (SF_COUNT_MAX means unknown).
-  if (info.frames != SF_COUNT_MAX && info.frames > max_frames) {
-    OASR_THROW(kInvalidArgument, label, ": audio is ",
-               static_cast<double>(info.frames) / info.samplerate, " s long, over the ",
-               options.max_duration_seconds,
-               " s limit; split it into shorter pieces or raise "
-               "AudioLoadOptions::max_duration_seconds");
-  }
+  const int major = info.format & SF_FORMAT_TYPEMASK;
+  StreamHeader header;
+  header.sample_rate = info.samplerate;
+  header.channels = info.channels;
+  header.frames = info.frames == SF_COUNT_MAX ? -1 : info.frames;  // SF_COUNT_MAX: unknown
+  header.exact_length =
+      major == SF_FORMAT_FLAC || (major == SF_FORMAT_MPEG && mpeg_declares_length(read_at));
+  header.format = describe_format(info.format);
+  const FrameSource source{[&](float* out, int64_t frames) -> int64_t {
+                             const sf_count_t got = sf_readf_float(file.get(), out, frames);
+                             if (got > 0) return got;
+                             return sf_error(file.get()) == SF_ERR_NO_ERROR ? 0 : -1;
+                           },
+                           [&] { return std::string(sf_strerror(file.get())); }};
+  return finish_decode(header, source, encoded_bytes, label, options);
+}
 
-  DecodedAudio audio;
-  audio.source_sample_rate = info.samplerate;
-  audio.source_channels = info.channels;
-  audio.source_format = describe_format(info.format);
-  audio.samples =
-      read_mono(file.get(), info, max_frames, encoded_bytes, label, options.max_duration_seconds);
-  refuse_short_decode(
-      info, audio.samples.size(),
-      (info.format & SF_FORMAT_TYPEMASK) == SF_FORMAT_MPEG && mpeg_declares_length(read_at), label);
-  OASR_CHECK(!audio.samples.empty(), kInvalidArgument, label,
-             ": empty audio (the file holds no samples); nothing to recognise");
-  audio.sample_rate = info.samplerate;
-  if (target != 0 && target != info.samplerate) {
-    audio.samples = resample(audio.samples, info.samplerate, target);
-    audio.sample_rate = target;
-  }
-  return audio;
+// MPEG audio through libmpg123 directly (audio/mpeg_decode.h: the same
+// samples as libsndfile's decoder, without libmpg123's stderr warnings);
+// nullopt when libmpg123 finds no stream, so libsndfile gets the file.
+std::optional<DecodedAudio> decode_mpeg(const detail::ReadAt& read_at, uint64_t encoded_bytes,
+                                        const std::string& label, const AudioLoadOptions& options) {
+  if (!detail::looks_like_mpeg_audio(read_at)) return std::nullopt;
+  const std::unique_ptr<detail::MpegDecoder> decoder =
+      detail::MpegDecoder::open(read_at, encoded_bytes);
+  if (decoder == nullptr) return std::nullopt;
+  StreamHeader header;
+  header.sample_rate = decoder->sample_rate();
+  header.channels = decoder->channels();
+  header.frames = decoder->frames();
+  header.exact_length = mpeg_declares_length(read_at);
+  header.format = decoder->format();
+  const FrameSource source{[&](float* out, int64_t frames) { return decoder->read(out, frames); },
+                           [&] { return decoder->error(); }};
+  return finish_decode(header, source, encoded_bytes, label, options);
 }
 
 }  // namespace
@@ -317,6 +374,9 @@ DecodedAudio load_audio(const std::filesystem::path& path, const AudioLoadOption
     return got > 0 ? static_cast<size_t>(got) : size_t{0};
   };
   detail::refuse_overrunning_riff_chunks(read_at, static_cast<uint64_t>(st.st_size), label);
+  if (auto mpeg = decode_mpeg(read_at, static_cast<uint64_t>(st.st_size), label, options)) {
+    return std::move(*mpeg);
+  }
   SF_INFO info{};
   SNDFILE* file = sf_open_fd(fd, SFM_READ, &info, /*close_desc=*/SF_FALSE);
   if (file == nullptr) refuse_unopened(label);
@@ -354,6 +414,9 @@ DecodedAudio load_audio_from_memory(std::string_view encoded_bytes, const std::s
     return n;
   };
   detail::refuse_overrunning_riff_chunks(read_at, encoded_bytes.size(), name);
+  if (auto mpeg = decode_mpeg(read_at, encoded_bytes.size(), name, options)) {
+    return std::move(*mpeg);
+  }
   MemoryCursor cursor{encoded_bytes, 0};
   SF_VIRTUAL_IO io{memory_length, memory_seek, memory_read, memory_write, memory_tell};
   SF_INFO info{};
