@@ -127,10 +127,10 @@ void run(const oasr::cli::EngineFlags& engine_flags, const ServerFlags& flags) {
 // to eight per core), and each arena keeps the largest working set its
 // threads have served (the CPU backend turns trimming off, core/device.cc):
 // a long-running server's resident memory rose in ~23 MiB steps for as long
-// as new arenas formed (287 -> 343 MiB over 150 s of the soak, bench/
-// README.md; 274 -> 290 MiB with this). One arena per core bounds that (throughput
-// within this machine's noise: 115-120 rounds of 150 s either way); MALLOC_ARENA_MAX, when set, is
-// the operator's and is kept.
+// as new arenas formed (287 -> 343 MiB over 150 s of the soak; 274 -> 290
+// MiB with this, bench/README.md). One arena per core bounds that, with
+// throughput within this machine's noise (115-120 rounds in 150 s either
+// way). MALLOC_ARENA_MAX, when set, is the operator's and is kept.
 void bound_malloc_arenas() {
 #if defined(__GLIBC__)
   if (std::getenv("MALLOC_ARENA_MAX") != nullptr) return;
