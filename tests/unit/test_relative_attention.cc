@@ -5,7 +5,10 @@
 // their sum, the scaling and the (masked) softmax over whole [B, H, Tq, Tk]
 // tensors, as the layer computes them for short inputs. Checked for inputs
 // of one and of two query blocks, without a mask, with a padding mask
-// [B, 1, 1, Tk] and with a chunk mask [B, 1, Tq, Tk].
+// [B, 1, 1, Tk] and with a chunk mask [B, 1, Tq, Tk]. The same for the
+// cross-attention of B queries over one shared memory (attention
+// rescoring's hypotheses over one utterance), sliced per (head, block of
+// 512 folded query rows).
 #include <gtest/gtest.h>
 
 #include <map>
@@ -97,6 +100,54 @@ TEST(RelativeAttention, SlicedOnTheHostEqualsTheBatchedDefinitionBitForBit) {
       EXPECT_TRUE(testing::bit_equal(got, batched(*attention, x, pos_emb, mask)))
           << frames << " frames, mask " << (mask.defined() ? shape_str(mask.shape()) : "none");
     }
+  }
+}
+
+// The cross-attention of B hypotheses over one shared memory, by its
+// definition over whole tensors: queries folded to [1, H, B * Tq, d], one
+// product per head against the memory's keys, scaled, the softmax masked
+// over keys, the product with the values, unfolded.
+Tensor shared_memory_batched(const layers::MultiHeadAttention& attention, const Tensor& x,
+                             const Tensor& memory, const Tensor& mask) {
+  const int64_t batch = x.size(0), steps = x.size(1);
+  const Tensor q = project(attention, "linear_q", x);
+  const Tensor folded = q.view({batch, steps, kHeads, kHeadDim})
+                            .transpose(0, 2)
+                            .transpose(1, 2)
+                            .contiguous()
+                            .view({1, kHeads, batch * steps, kHeadDim});
+  const Tensor k = heads_first(project(attention, "linear_k", memory));
+  const Tensor v = heads_first(project(attention, "linear_v", memory));
+  const Tensor scores = ops::scale(ops::matmul(folded, k, true), 0.25f);  // WeNet: 1 / sqrt(16)
+  const Tensor probs = ops::masked_softmax(scores, mask);
+  const Tensor context = ops::matmul(probs, v)
+                             .view({kHeads, batch, steps, kHeadDim})
+                             .transpose(0, 1)
+                             .transpose(1, 2)
+                             .contiguous()
+                             .view({batch, steps, kDim});
+  return project(attention, "linear_out", context);
+}
+
+TEST(RelativeAttention, SharedMemoryCrossAttentionSlicedEqualsTheBatchedDefinitionBitForBit) {
+  std::mt19937 rng(20261206);
+  const auto attention = models::make_wenet_attention(kHeads, kDim);
+  std::map<std::string, Tensor> state;
+  for (auto& [name, slot] : attention->named_parameters()) {
+    state[name] = normal_tensor(slot->shape, rng, 0.3f);
+  }
+  attention->load_state_dict(MapTensorSource(state));
+  // 10 hypotheses of 70 tokens over 900 frames: 700 folded rows (one block
+  // of 512 and one of 188) x 900 keys, sliced; over 40 frames, batched.
+  for (const int64_t frames : {int64_t{40}, int64_t{900}}) {
+    const Tensor x = normal_tensor({10, 70, kDim}, rng, 1.0f);
+    const Tensor memory = normal_tensor({1, frames, kDim}, rng, 1.0f);
+    Tensor mask = Tensor::zeros({1, 1, frames}, DType::kU8);
+    for (int64_t t = 0; t < frames - 13; ++t) mask.data<uint8_t>()[t] = 1;
+    const Tensor got = attention->forward(x, memory, mask);
+    EXPECT_TRUE(testing::bit_equal(
+        got, shared_memory_batched(*attention, x, memory, mask.view({1, 1, 1, frames}))))
+        << frames << " frames";
   }
 }
 
