@@ -296,9 +296,8 @@ def run(args, max_batch_size, files, bodies, boundary, seconds):
     # The RSS the growth is measured from: after round `since` (0: the warm-up).
     since = 1 if len(rss_rounds) > 1 else 0
     if args.duration_s > 0 and len(rss_rounds) >= 4:
-        # The round at which half the soak's time had passed.
-        elapsed = [sum(walls[:i + 1]) for i in range(len(walls))]
-        since = next(i for i, t in enumerate(elapsed) if t >= elapsed[-1] / 2) + 1
+        # The second half of the soak's rounds (at least two rounds compared).
+        since = len(rss_rounds) // 2
     first = rss_rounds[since - 1] if since > 0 else line["rss_before_mib"]
     line["rss_checked_after_round"] = since
     if first is not None and rss_rounds[-1] is not None:

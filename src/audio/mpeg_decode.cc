@@ -67,6 +67,9 @@ struct MpegDecoder::Source {
   static ssize_t read(void* self, void* out, size_t count) {
     auto* source = static_cast<Source*>(self);
     const size_t got = (*source->read_at)(source->position, out, count);
+    // Nothing read before the end is a read error, not the end of the stream
+    // (ReadAt reports both as 0): libmpg123 then fails the decode.
+    if (got == 0 && count > 0 && source->position < source->size) return -1;
     source->position += got;
     return static_cast<ssize_t>(got);
   }
@@ -101,14 +104,13 @@ std::unique_ptr<MpegDecoder> MpegDecoder::open(const ReadAt& read_at, uint64_t s
   long rate = 0;
   int channels = 0;
   int encoding = 0;
+  // MPG123_FORCE_FLOAT makes the negotiated output float32; read() relies
+  // on it. A stream that later changes its rate or channel count fails
+  // read() (MPG123_NEW_FORMAT) rather than being resampled.
   if (mpg123_getformat(handle, &rate, &channels, &encoding) != MPG123_OK || rate <= 0 ||
-      channels <= 0) {
+      channels <= 0 || encoding != MPG123_ENC_FLOAT_32) {
     return nullptr;
   }
-  // Only float32 output from here on (the first frame fixed the rate and
-  // channel count; a later change is an error, not a silent resample).
-  mpg123_format_none(handle);
-  if (mpg123_format(handle, rate, channels, MPG123_ENC_FLOAT_32) != MPG123_OK) return nullptr;
   off_t length = mpg123_length(handle);
   if (length <= 0 && mpg123_scan(handle) == MPG123_OK) length = mpg123_length(handle);
   mpg123_frameinfo info{};

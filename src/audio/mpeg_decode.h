@@ -32,8 +32,8 @@ class MpegDecoder {
   int sample_rate() const { return sample_rate_; }
   int channels() const { return channels_; }
   // Frames per channel after the gapless trim: exact where the stream has a
-  // Xing / Info / VBRI header, else libmpg123's scan of the frames; -1 when
-  // unknown.
+  // Xing / Info / VBRI header, else libmpg123's estimate from the file size
+  // (as libsndfile reports it); -1 when unknown.
   int64_t frames() const { return frames_; }
   // E.g. "MPEG-1/2 Audio, MPEG Layer III" (libsndfile's names).
   const std::string& format() const { return format_; }

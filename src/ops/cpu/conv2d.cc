@@ -9,6 +9,7 @@
 #include <algorithm>
 #include <vector>
 
+#include "core/error.h"
 #include "ops/cpu/gemm.h"
 #include "ops/cpu_threads.h"
 
@@ -64,6 +65,13 @@ void im2col_panel(const float* image, const Conv2dShape& s, int64_t row_begin, i
 
 void conv2d_f32(const float* x, const float* weight, const float* bias, float* out,
                 const Conv2dShape& s) {
+  // The unpadded im2col reads without bounds tests: the output extent must
+  // be the one the input gives (ops/conv2d.cc computes it so).
+  OASR_CHECK(s.stride_h > 0 && s.stride_w > 0 &&
+                 s.out_h == (s.in_h + 2 * s.pad_h - s.kernel_h) / s.stride_h + 1 &&
+                 s.out_w == (s.in_w + 2 * s.pad_w - s.kernel_w) / s.stride_w + 1,
+             kInternal, "conv2d_f32: output ", s.out_h, " x ", s.out_w,
+             " does not follow from the input ", s.in_h, " x ", s.in_w);
   const int64_t pixels = s.out_h * s.out_w;
   if (s.batch == 0 || s.out_channels == 0 || pixels == 0) return;
   const int64_t k = s.in_channels * s.kernel_h * s.kernel_w;

@@ -1,17 +1,15 @@
 // The float32 GEMM of ops/cpu/gemm.h, in the order defined there.
 //
 // Layout (BLIS's, without packing a): b is packed once per call into panels
-// of kNr columns (the AVX-512 body reads two side by side), [K][kNr] each, zeros past N (a b too large to pack whole
-// is packed one kKc x kNr block at a time instead); a micro-kernel keeps a
-// kMr x kNr block of outputs in registers and runs the k loop over one
-// panel, broadcasting a's elements straight from its kMr rows (each row a
-// sequential stream; packing a cost a third of attention's probs x values
-// product). K is cut into kKc blocks to keep a panel in L1;
-// a later block starts from the outputs the previous one stored, and a
-// float32 store and reload is exact, so the blocking leaves each output's
-// fma chain -- and its bits -- as the definition's. The work is split into
-// tiles of kMc rows x kNc columns handed to the worker pool; a tile's
-// outputs do not depend on which thread ran it.
+// of kNr columns (the AVX-512 body reads two side by side), [K][kNr] each, zeros past N (a b too
+// large to pack whole is packed one kKc x kNr block at a time instead); a micro-kernel keeps a kMr
+// x kNr block of outputs in registers and runs the k loop over one panel, broadcasting a's elements
+// straight from its kMr rows (each row a sequential stream; packing a cost a third of attention's
+// probs x values product). K is cut into kKc blocks to keep a panel in L1; a later block starts
+// from the outputs the previous one stored, and a float32 store and reload is exact, so the
+// blocking leaves each output's fma chain -- and its bits -- as the definition's. The work is split
+// into tiles of kMc rows x kNc columns handed to the worker pool; a tile's outputs do not depend on
+// which thread ran it.
 #include "ops/cpu/gemm.h"
 
 #include <algorithm>
@@ -261,9 +259,11 @@ void run_tile(const MicroKernel& kernel, const float* a, int64_t lda, const floa
     const int64_t kc = std::min(kKc, k - kb);
     for (int64_t j = n0; j < n1; j += step) {
       const int64_t cols = std::min(step, n1 - j);
-      const float* panel = packed + (j / kNr) * k * kNr + kb * kNr;
+      const float* panel = nullptr;
       int64_t panel_stride = k * kNr;
-      if (packed == nullptr) {
+      if (packed != nullptr) {
+        panel = packed + (j / kNr) * k * kNr + kb * kNr;
+      } else {
         pack_block(b, ldb, n, j / kNr, kb, kc, block);
         if (cols > kNr) pack_block(b, ldb, n, j / kNr + 1, kb, kc, block + kKc * kNr);
         panel = block;
