@@ -15,6 +15,8 @@
 #include <vector>
 
 #include "core/activations.h"
+#include "core/activations_avx512.h"
+#include "core/cpu_features.h"
 #include "quant/kernels/cpu/scaled_mm_int8_avx2.h"
 
 namespace oasr::quant {
@@ -31,6 +33,22 @@ OASR_AVX2_TARGET void apply8(Activation activation, const float* in, float* out)
 OASR_AVX2_TARGET void exp8(const float* in, float* out) {
   _mm256_storeu_ps(out, avx2::exp_ps(_mm256_loadu_ps(in)));
 }
+
+// avx512::exp_ps on the eight inputs, repeated in both halves of the vector
+// (each half is checked through `compare`'s eight lanes: the low half here,
+// the high half by exp16_high).
+OASR_AVX512_WARNINGS_OFF
+OASR_AVX512_TARGET void exp16_low(const float* in, float* out) {
+  const __m256 x = _mm256_loadu_ps(in);
+  const __m512 y = avx512::exp_ps(_mm512_insertf32x8(_mm512_castps256_ps512(x), x, 1));
+  _mm256_storeu_ps(out, _mm512_castps512_ps256(y));
+}
+OASR_AVX512_TARGET void exp16_high(const float* in, float* out) {
+  const __m256 x = _mm256_loadu_ps(in);
+  const __m512 y = avx512::exp_ps(_mm512_insertf32x8(_mm512_castps256_ps512(x), x, 1));
+  _mm256_storeu_ps(out, _mm512_extractf32x8_ps(y, 1));
+}
+OASR_AVX512_WARNINGS_ON
 
 struct Mismatch {
   int64_t count = 0;
@@ -125,6 +143,19 @@ TEST_F(Avx2Activations, ExpMatchesScalarBits) {
                                << mismatch.first_vector << " scalar " << mismatch.first_scalar;
 }
 
+TEST_F(Avx2Activations, Avx512ExpMatchesScalarBits) {
+  if (!cpu_has(CpuIsa::kAvx512Vnni)) GTEST_SKIP() << "no AVX-512 (VNNI level) on this CPU";
+  std::vector<float> inputs = strided_sweep(257);
+  for (float x : dense_range(80.0f, 90.0f)) inputs.push_back(x);
+  for (float x : dense_range(100.0f, 106.0f)) inputs.push_back(x);
+  for (float x : special_values()) inputs.push_back(x);
+  for (const auto half : {exp16_low, exp16_high}) {
+    const Mismatch mismatch = compare(inputs, half, act::exp_f32);
+    EXPECT_EQ(mismatch.count, 0) << "first: exp(" << mismatch.first_input << ") vector "
+                                 << mismatch.first_vector << " scalar " << mismatch.first_scalar;
+  }
+}
+
 TEST_F(Avx2Activations, EveryActivationMatchesScalarBits) {
   std::vector<float> inputs = strided_sweep(1031);
   for (float x : dense_range(0.0f, 0x1p-135f)) inputs.push_back(x);    // zero, subnormals
@@ -167,6 +198,10 @@ TEST_F(Avx2Activations, DISABLED_EveryFloatEveryActivation) {
     for (uint64_t i = 0; i < kChunk; ++i) inputs[i] = bits_float(static_cast<uint32_t>(first + i));
     const Mismatch exp_mismatch = compare(inputs, exp8, act::exp_f32);
     ASSERT_EQ(exp_mismatch.count, 0) << "exp(" << exp_mismatch.first_input << ")";
+    if (cpu_has(CpuIsa::kAvx512Vnni)) {
+      const Mismatch wide = compare(inputs, exp16_low, act::exp_f32);
+      ASSERT_EQ(wide.count, 0) << "AVX-512 exp(" << wide.first_input << ")";
+    }
     for (Activation activation : kAllActivations) {
       const Mismatch mismatch = compare(
           inputs, [&](const float* in, float* out) { apply8(activation, in, out); },

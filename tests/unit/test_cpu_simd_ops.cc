@@ -68,7 +68,7 @@ TEST_F(CpuSimdOps, SoftmaxVectorEqualsScalarBits) {
   std::normal_distribution<float> normal(0.0f, 4.0f);
   const float nan = std::numeric_limits<float>::quiet_NaN();
   const float inf = std::numeric_limits<float>::infinity();
-  for (int64_t length : {1, 7, 8, 9, 15, 16, 17, 63, 250, 1500}) {
+  for (int64_t length : {1, 7, 8, 9, 15, 16, 17, 31, 32, 33, 63, 250, 1500}) {
     const int64_t rows = 12;
     std::vector<float> x(rows * length);
     for (float& v : x) v = normal(rng);
@@ -78,6 +78,13 @@ TEST_F(CpuSimdOps, SoftmaxVectorEqualsScalarBits) {
     x[3 * length + length - 1] = inf;
     for (int64_t l = 0; l < length; ++l) x[4 * length + l] = -inf;
     x[5 * length] = -0.0f;
+    // A zero maximum of both signs; exponentials that underflow to zero and
+    // to subnormals.
+    for (int64_t l = 0; l < length; ++l) x[8 * length + l] = -std::abs(x[8 * length + l]);
+    x[8 * length] = -0.0f;
+    x[8 * length + length - 1] = 0.0f;
+    for (int64_t l = 0; l < length; ++l) x[9 * length + l] = l % 3 == 0 ? -200.0f : -95.0f + l % 7;
+    x[9 * length + length / 2] = 0.0f;
     std::vector<uint8_t> keep(x.size());
     for (auto& k : keep) k = rng() % 4 != 0;
     for (int64_t l = 0; l < length; ++l) keep[6 * length + l] = 0;  // nothing kept
@@ -86,11 +93,14 @@ TEST_F(CpuSimdOps, SoftmaxVectorEqualsScalarBits) {
     for (const std::vector<uint8_t>* mask : {static_cast<const std::vector<uint8_t>*>(nullptr),
                                              static_cast<const std::vector<uint8_t>*>(&keep)}) {
       const auto scalar = run_softmax(CpuIsa::kScalar, x, mask, rows, length);
-      const auto vector = run_softmax(CpuIsa::kAvx2, x, mask, rows, length);
-      for (size_t i = 0; i < x.size(); ++i) {
-        ASSERT_TRUE(same_bits(scalar[i], vector[i]))
-            << "length " << length << (mask ? " masked" : "") << " row " << i / length << " col "
-            << i % length << ": scalar " << scalar[i] << " vector " << vector[i];
+      for (CpuIsa level : dispatch_levels()) {
+        const auto vector = run_softmax(level, x, mask, rows, length);
+        for (size_t i = 0; i < x.size(); ++i) {
+          ASSERT_TRUE(same_bits(scalar[i], vector[i]))
+              << cpu_isa_name(level) << " length " << length << (mask ? " masked" : "") << " row "
+              << i / length << " col " << i % length << ": scalar " << scalar[i] << " vector "
+              << vector[i];
+        }
       }
     }
   }
@@ -105,7 +115,7 @@ TEST_F(CpuSimdOps, SoftmaxMatchesFloat64) {
   const int64_t rows = 4, length = 1500;
   std::vector<float> x(rows * length);
   for (float& v : x) v = normal(rng);
-  for (CpuIsa level : {CpuIsa::kScalar, CpuIsa::kAvx2}) {
+  for (CpuIsa level : dispatch_levels()) {
     const auto out = run_softmax(level, x, nullptr, rows, length);
     for (int64_t r = 0; r < rows; ++r) {
       float m = -INFINITY;

@@ -84,7 +84,9 @@ OASR_AVX2_INLINE void store_output(float* out, const float* bias, int r, int64_t
 }
 
 // Up to kRowBlock rows against two weight rows at a time; the K tail is
-// loaded with a mask (zeros past K), which is the definition's padding.
+// loaded with a mask (zeros past K), which is the definition's padding. The
+// row loops are unrolled by pragma: -O2 leaves them rolled, with the
+// accumulators on the stack (a load and a store around every fma: 3x slower).
 template <int kRows, typename W>
 OASR_AVX2_TARGET void block_avx2(const float* x, const W* weight, const float* bias, float* out,
                                  int64_t n_begin, int64_t n_end, int64_t n_total, int64_t k) {
@@ -98,10 +100,12 @@ OASR_AVX2_TARGET void block_avx2(const float* x, const W* weight, const float* b
     const W* w0 = weight + n * k;
     const W* w1 = w0 + k;
     __m256 a0[kRows], a1[kRows];
+#pragma GCC unroll 8
     for (int r = 0; r < kRows; ++r) a0[r] = a1[r] = _mm256_setzero_ps();
     for (int64_t i = 0; i < full; i += kLanes) {
       const __m256 v0 = load_weights(w0 + i);
       const __m256 v1 = load_weights(w1 + i);
+#pragma GCC unroll 8
       for (int r = 0; r < kRows; ++r) {
         const __m256 xv = _mm256_loadu_ps(x + r * k + i);
         a0[r] = _mm256_fmadd_ps(xv, v0, a0[r]);
@@ -111,12 +115,14 @@ OASR_AVX2_TARGET void block_avx2(const float* x, const W* weight, const float* b
     if (has_tail) {
       const __m256 v0 = load_weight_tail(w0 + full, k - full, tail_mask);
       const __m256 v1 = load_weight_tail(w1 + full, k - full, tail_mask);
+#pragma GCC unroll 8
       for (int r = 0; r < kRows; ++r) {
         const __m256 xv = _mm256_maskload_ps(x + r * k + full, tail_mask);
         a0[r] = _mm256_fmadd_ps(xv, v0, a0[r]);
         a1[r] = _mm256_fmadd_ps(xv, v1, a1[r]);
       }
     }
+#pragma GCC unroll 8
     for (int r = 0; r < kRows; ++r) {
       store_output(out, bias, r, n, n_total, a0[r]);
       store_output(out, bias, r, n + 1, n_total, a1[r]);
@@ -125,19 +131,23 @@ OASR_AVX2_TARGET void block_avx2(const float* x, const W* weight, const float* b
   for (; n < n_end; ++n) {
     const W* w0 = weight + n * k;
     __m256 a0[kRows];
+#pragma GCC unroll 8
     for (int r = 0; r < kRows; ++r) a0[r] = _mm256_setzero_ps();
     for (int64_t i = 0; i < full; i += kLanes) {
       const __m256 v0 = load_weights(w0 + i);
+#pragma GCC unroll 8
       for (int r = 0; r < kRows; ++r) {
         a0[r] = _mm256_fmadd_ps(_mm256_loadu_ps(x + r * k + i), v0, a0[r]);
       }
     }
     if (has_tail) {
       const __m256 v0 = load_weight_tail(w0 + full, k - full, tail_mask);
+#pragma GCC unroll 8
       for (int r = 0; r < kRows; ++r) {
         a0[r] = _mm256_fmadd_ps(_mm256_maskload_ps(x + r * k + full, tail_mask), v0, a0[r]);
       }
     }
+#pragma GCC unroll 8
     for (int r = 0; r < kRows; ++r) store_output(out, bias, r, n, n_total, a0[r]);
   }
 }
