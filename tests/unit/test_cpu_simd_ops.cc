@@ -539,6 +539,13 @@ TEST_F(CpuSimdOps, GemmBodiesFollowTheDefinitionBitForBit) {
         {12, 32, 40},
         // a [K, N] b past the whole-pack cap (ops/cpu/gemm.cc): packed per block
         {7, 2000, 2100},
+        // one row tile or less: b packed per block, transposed or not (a
+        // decode step's attention, one query against 1500 keys), and just
+        // past one tile (packed whole)
+        {1, 1500, 64},
+        {1, 64, 1500},
+        {48, 40, 300},
+        {49, 40, 300},
         {13, 2002, 2100}}) {
     std::vector<float> a(static_cast<size_t>(m * k)), b(static_cast<size_t>(k * n));
     for (float& v : a) v = normal(rng);

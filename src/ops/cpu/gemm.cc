@@ -245,14 +245,27 @@ void pack_block(const float* b, int64_t ldb, int64_t n, int64_t index, int64_t k
   }
 }
 
+// Packs kc rows (from kb) of panel `index` of a transposed b ([N, K], read as
+// its transpose) into kKc x kNr floats, zeros past N.
+void pack_block_transposed(const float* b, int64_t ldb, int64_t n, int64_t index, int64_t kb,
+                           int64_t kc, float* packed) {
+  const int64_t n0 = index * kNr;
+  const int64_t cols = std::min(kNr, n - n0);
+  if (cols < kNr) std::fill(packed, packed + kc * kNr, 0.0f);
+  for (int64_t j = 0; j < cols; ++j) {
+    const float* row = b + (n0 + j) * ldb + kb;
+    for (int64_t p = 0; p < kc; ++p) packed[p * kNr + j] = row[p];
+  }
+}
+
 // Rows [m0, m1) x columns [n0, n1) of c. b arrives packed whole
-// (`packed`, reused by every row tile) unless it is a [K, N] b too large for
-// that; then it is packed here, one kc x kNr block at a time, so the block
-// sits in L1 for the rows (read in place, its rows straddle two cache lines
-// each).
+// (`packed`, reused by every row tile) unless one row tile spans every row
+// or b is a [K, N] too large for that; then it is packed here, one kc x kNr
+// block at a time, so the block sits in L1 for the rows (read in place, its
+// rows straddle two cache lines each).
 void run_tile(const MicroKernel& kernel, const float* a, int64_t lda, const float* b, int64_t ldb,
-              const float* packed, float* c, int64_t ldc, int64_t m0, int64_t m1, int64_t n0,
-              int64_t n1, int64_t n, int64_t k) {
+              bool transpose_b, const float* packed, float* c, int64_t ldc, int64_t m0, int64_t m1,
+              int64_t n0, int64_t n1, int64_t n, int64_t k) {
   thread_local float block[2 * kKc * kNr];
   const int64_t step = kernel.panels * kNr;
   for (int64_t kb = 0; kb < k; kb += kKc) {
@@ -264,8 +277,9 @@ void run_tile(const MicroKernel& kernel, const float* a, int64_t lda, const floa
       if (packed != nullptr) {
         panel = packed + (j / kNr) * k * kNr + kb * kNr;
       } else {
-        pack_block(b, ldb, n, j / kNr, kb, kc, block);
-        if (cols > kNr) pack_block(b, ldb, n, j / kNr + 1, kb, kc, block + kKc * kNr);
+        const auto pack = transpose_b ? pack_block_transposed : pack_block;
+        pack(b, ldb, n, j / kNr, kb, kc, block);
+        if (cols > kNr) pack(b, ldb, n, j / kNr + 1, kb, kc, block + kKc * kNr);
         panel = block;
         panel_stride = kKc * kNr;
       }
@@ -288,18 +302,22 @@ std::vector<float>& packing_buffer(size_t floats) {
 // Every tile of c over the pool (or in order when !parallel). Tiles never
 // change a bit, only the traffic: a b too large for the caches is streamed
 // once, by tiles spanning (up to kMcWide) every row.
+int64_t rows_per_tile(int64_t n, int64_t k) {
+  return n * k > kCachedPanelFloats ? kMcWide : kMc;
+}
+
 void run_tiles(const MicroKernel& kernel, const float* a, int64_t lda, const float* b, int64_t ldb,
-               const float* packed, float* c, int64_t ldc, int64_t m, int64_t n, int64_t k,
-               bool parallel) {
-  const int64_t tile_rows = n * k > kCachedPanelFloats ? kMcWide : kMc;
+               bool transpose_b, const float* packed, float* c, int64_t ldc, int64_t m, int64_t n,
+               int64_t k, bool parallel) {
+  const int64_t tile_rows = rows_per_tile(n, k);
   const int64_t row_tiles = (m + tile_rows - 1) / tile_rows;
   const int64_t tile_columns = kNc;
   const int64_t column_tiles = (n + tile_columns - 1) / tile_columns;
   const auto tile = [&](int64_t index) {
     const int64_t m0 = (index / column_tiles) * tile_rows;
     const int64_t n0 = (index % column_tiles) * tile_columns;
-    run_tile(kernel, a, lda, b, ldb, packed, c, ldc, m0, std::min(m, m0 + tile_rows), n0,
-             std::min(n, n0 + tile_columns), n, k);
+    run_tile(kernel, a, lda, b, ldb, transpose_b, packed, c, ldc, m0, std::min(m, m0 + tile_rows),
+             n0, std::min(n, n0 + tile_columns), n, k);
   };
   if (parallel) {
     parallel_for(row_tiles * column_tiles, tile);
@@ -318,9 +336,12 @@ void gemm_f32(const float* a, int64_t lda, const float* b, int64_t ldb, bool tra
     return;
   }
   const MicroKernel kernel = micro_kernel();
-  // b packed whole, once: always a transposed b (a weight or attention's
-  // keys), a [K, N] b up to kWholePackFloats.
-  const bool pack_whole = transpose_b || n * k <= kWholePackFloats;
+  // b packed whole, once, where more than one row tile reuses it: a
+  // transposed b (a weight or attention's keys) or a [K, N] b up to
+  // kWholePackFloats. A product of few rows (a decode step's attention: one
+  // query against 1500 keys, for each of 48 heads and rows) packs each block
+  // where it is used instead: the whole copy went to memory and back.
+  const bool pack_whole = m > rows_per_tile(n, k) && (transpose_b || n * k <= kWholePackFloats);
   const int64_t panels = pack_whole ? (n + kNr - 1) / kNr : 0;
   float* packed = nullptr;
   if (panels > 0) packed = packing_buffer(static_cast<size_t>(panels * k * kNr)).data();
@@ -332,7 +353,7 @@ void gemm_f32(const float* a, int64_t lda, const float* b, int64_t ldb, bool tra
   } else {
     for (int64_t i = 0; i < panels; ++i) pack(i);
   }
-  run_tiles(kernel, a, lda, b, ldb, packed, c, ldc, m, n, k, parallel);
+  run_tiles(kernel, a, lda, b, ldb, transpose_b, packed, c, ldc, m, n, k, parallel);
 }
 
 void gemm_f32_packed_b(const float* a, int64_t lda, const float* packed_b, float* c, int64_t ldc,
@@ -342,7 +363,8 @@ void gemm_f32_packed_b(const float* a, int64_t lda, const float* packed_b, float
     for (int64_t r = 0; r < m; ++r) std::fill(c + r * ldc, c + r * ldc + n, 0.0f);
     return;
   }
-  run_tiles(micro_kernel(), a, lda, nullptr, 0, packed_b, c, ldc, m, n, k, /*parallel=*/true);
+  run_tiles(micro_kernel(), a, lda, nullptr, 0, false, packed_b, c, ldc, m, n, k,
+            /*parallel=*/true);
 }
 
 void linear_f32(const float* x, const float* weight, const float* bias, float* out, int64_t rows,
