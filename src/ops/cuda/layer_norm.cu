@@ -20,12 +20,18 @@ __global__ void layer_norm_kernel(const T* x, const T* residual, float alpha, co
     if constexpr (kMode == RowMode::kWarpRegisters) {
       const RegisterRow values =
           layer_norm_register_row<T, kFusedAdd>(x, residual, alpha, sum, offset, features, eps);
+      const int64_t first = register_row_first();
+      const int here = register_row_count(features);
+      T y[kRegisterValues];
 #pragma unroll
       for (int j = 0; j < kRegisterValues; ++j) {
-        const int64_t d = group.lane() + 32 * j;
-        if (d < features) {
-          out[offset + d] = from_float<T>(register_row_value(values, weight, bias, j, d));
-        }
+        y[j] =
+            from_float<T>(j < here ? register_row_value(values, weight, bias, j, first + j) : 0.0f);
+      }
+      if (here == kRegisterValues) {
+        store_register_values(out + offset + first, y);
+      } else {
+        for (int j = 0; j < here; ++j) out[offset + first + j] = y[j];
       }
     } else {
       const LayerNormRow<T> stats = layer_norm_row_stats<T, kFusedAdd>(

@@ -49,9 +49,10 @@ struct RowGroup {
 };
 
 // Warp rows of at most kRegisterRowFeatures features keep each lane's values
-// in registers (kRegisterValues per lane), so the row is read from memory
-// once instead of three times; the arithmetic, and so every bit, is the warp
-// path's.
+// in registers (kRegisterValues contiguous ones per lane, see RegisterRow),
+// so the row is read from memory once instead of three times. Their sums run
+// in that lane order, so their bits are their own (not the warp path's):
+// the mode, and with it the order, follows from the width alone.
 inline constexpr int kRegisterValues = 8;
 inline constexpr int64_t kRegisterRowFeatures = 32 * kRegisterValues;
 
@@ -131,45 +132,109 @@ __device__ __forceinline__ float layer_norm_row_value(const LayerNormRow<T>& row
   return y;
 }
 
-// The register form of a warp row: v[j] holds element lane + 32 j (0 past
-// the row's end). Same operations in the same order as
-// layer_norm_row_stats / layer_norm_row_value on a RowGroup<true>.
+// The register form of a warp row: lane l holds the kRegisterValues
+// contiguous elements l * kRegisterValues + j (0 past the row's end), so a
+// lane moves them with one 16-byte access for 16-bit types where the
+// address allows it (the same elements either way: the bits never depend on
+// alignment). Each lane sums its elements in order, then the warp reduces
+// the lane sums by shuffles. (Element lane + 32 j, the warp path's order,
+// made every access a 2-byte one: the normalization ran at ~1.4 TB/s.)
 struct RegisterRow {
   float v[kRegisterValues];
   float mean;
   float rstd;
 };
 
+// This lane's first element and how many of its elements lie in the row.
+__device__ __forceinline__ int64_t register_row_first() {
+  return static_cast<int64_t>(threadIdx.x & 31u) * kRegisterValues;
+}
+__device__ __forceinline__ int register_row_count(int64_t features) {
+  const int64_t left = features - register_row_first();
+  return left <= 0 ? 0 : (left >= kRegisterValues ? kRegisterValues : static_cast<int>(left));
+}
+
+// kRegisterValues elements of T at p as float32 (all in range).
+template <typename T>
+__device__ __forceinline__ void load_register_values(const T* p, float (&v)[kRegisterValues]) {
+  if constexpr (sizeof(T) * kRegisterValues == 16) {
+    if ((reinterpret_cast<uintptr_t>(p) & 15u) == 0) {
+      const uint4 raw = *reinterpret_cast<const uint4*>(p);
+      const T* e = reinterpret_cast<const T*>(&raw);
+#pragma unroll
+      for (int j = 0; j < kRegisterValues; ++j) v[j] = to_float(e[j]);
+      return;
+    }
+  }
+#pragma unroll
+  for (int j = 0; j < kRegisterValues; ++j) v[j] = to_float(p[j]);
+}
+
+// Stores kRegisterValues values of T (or bytes) at p (all in range).
+template <typename T>
+__device__ __forceinline__ void store_register_values(T* p, const T (&v)[kRegisterValues]) {
+  if constexpr (sizeof(T) * kRegisterValues == 16) {
+    if ((reinterpret_cast<uintptr_t>(p) & 15u) == 0) {
+      *reinterpret_cast<uint4*>(p) = *reinterpret_cast<const uint4*>(v);
+      return;
+    }
+  } else if constexpr (sizeof(T) * kRegisterValues == 8) {
+    if ((reinterpret_cast<uintptr_t>(p) & 7u) == 0) {
+      *reinterpret_cast<uint2*>(p) = *reinterpret_cast<const uint2*>(v);
+      return;
+    }
+  }
+#pragma unroll
+  for (int j = 0; j < kRegisterValues; ++j) p[j] = v[j];
+}
+
 template <typename T, bool kFusedAdd>
 __device__ __forceinline__ RegisterRow layer_norm_register_row(const T* x, const T* residual,
                                                                float alpha, T* sum, int64_t offset,
                                                                int64_t features, float eps) {
-  const int lane = static_cast<int>(threadIdx.x & 31u);
   const float count = static_cast<float>(features);
+  const int64_t first = offset + register_row_first();
+  const int here = register_row_count(features);
   RegisterRow row;
+#pragma unroll
+  for (int j = 0; j < kRegisterValues; ++j) row.v[j] = 0.0f;
+  if (here == kRegisterValues) {
+    load_register_values(x + first, row.v);
+    if constexpr (kFusedAdd) {
+      float r[kRegisterValues];
+      load_register_values(residual + first, r);
+      T rounded[kRegisterValues];
+#pragma unroll
+      for (int j = 0; j < kRegisterValues; ++j) {
+        rounded[j] = from_float<T>(__fadd_rn(r[j], __fmul_rn(alpha, row.v[j])));
+        row.v[j] = to_float(rounded[j]);
+      }
+      store_register_values(sum + first, rounded);
+    }
+  } else {
+#pragma unroll
+    for (int j = 0; j < kRegisterValues; ++j) {
+      if (j >= here) continue;
+      if constexpr (kFusedAdd) {
+        const float scaled = __fmul_rn(alpha, to_float(x[first + j]));
+        const T rounded = from_float<T>(__fadd_rn(to_float(residual[first + j]), scaled));
+        sum[first + j] = rounded;
+        row.v[j] = to_float(rounded);
+      } else {
+        row.v[j] = to_float(x[first + j]);
+      }
+    }
+  }
   float partial = 0.0f;
 #pragma unroll
   for (int j = 0; j < kRegisterValues; ++j) {
-    const int64_t d = lane + 32 * j;
-    float value = 0.0f;
-    if (d < features) {
-      if constexpr (kFusedAdd) {
-        const float scaled = __fmul_rn(alpha, to_float(x[offset + d]));
-        const T rounded = from_float<T>(__fadd_rn(to_float(residual[offset + d]), scaled));
-        sum[offset + d] = rounded;
-        value = to_float(rounded);
-      } else {
-        value = to_float(x[offset + d]);
-      }
-      partial = __fadd_rn(partial, value);
-    }
-    row.v[j] = value;
+    if (j < here) partial = __fadd_rn(partial, row.v[j]);
   }
   row.mean = __fdiv_rn(warp_reduce(partial, SumOp{}), count);
   float squares = 0.0f;
 #pragma unroll
   for (int j = 0; j < kRegisterValues; ++j) {
-    if (lane + 32 * j < features) {
+    if (j < here) {
       const float centered = __fsub_rn(row.v[j], row.mean);
       squares = __fadd_rn(squares, __fmul_rn(centered, centered));
     }
@@ -179,7 +244,7 @@ __device__ __forceinline__ RegisterRow layer_norm_register_row(const T* x, const
   return row;
 }
 
-// layer_norm_row_value for element d = lane + 32 j of a register row.
+// layer_norm_row_value for this lane's element j (feature d) of a register row.
 template <typename T>
 __device__ __forceinline__ float register_row_value(const RegisterRow& row, const T* weight,
                                                     const T* bias, int j, int64_t d) {

@@ -31,25 +31,30 @@ __global__ void layer_norm_quant_kernel(const T* x, const T* residual, float alp
       const ops::cuda::RegisterRow values = ops::cuda::layer_norm_register_row<T, kFusedAdd>(
           x, residual, alpha, sum, offset, features, eps);
       // The value the unfused pair's normalized tensor holds: y_d rounded to T.
+      const int64_t first = ops::cuda::register_row_first();
+      const int here = ops::cuda::register_row_count(features);
       float served[kValues];
       float amax = 0.0f;
 #pragma unroll
       for (int j = 0; j < kValues; ++j) {
-        const int64_t d = group.lane() + 32 * j;
         served[j] = 0.0f;
-        if (d < features) {
-          served[j] =
-              to_float(from_float<T>(ops::cuda::register_row_value(values, weight, bias, j, d)));
+        if (j < here) {
+          served[j] = to_float(
+              from_float<T>(ops::cuda::register_row_value(values, weight, bias, j, first + j)));
           amax = amax_step(amax, act::detail::abs_f32(served[j]));
         }
       }
       amax = floor_amax(group.reduce(amax, AmaxOp{}, 0.0f, scratch));
       const float multiplier = act::detail::div_rn(Format::kMax, amax);
+      uint8_t codes[kValues];
 #pragma unroll
       for (int j = 0; j < kValues; ++j) {
-        const int64_t d = group.lane() + 32 * j;
-        if (d < features)
-          q[offset + d] = Format::quantize(act::detail::mul_rn(served[j], multiplier));
+        codes[j] = Format::quantize(act::detail::mul_rn(served[j], multiplier));
+      }
+      if (here == kValues) {
+        ops::cuda::store_register_values(q + offset + first, codes);
+      } else {
+        for (int j = 0; j < here; ++j) q[offset + first + j] = codes[j];
       }
       if (group.lane() == 0) scale[row] = act::detail::div_rn(amax, Format::kMax);
     } else {
