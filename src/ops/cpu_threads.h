@@ -6,6 +6,7 @@
 // EngineConfig::threads and every CLI's --threads end here.
 #pragma once
 
+#include <algorithm>
 #include <cstdint>
 #include <functional>
 
@@ -23,5 +24,26 @@ int default_cpu_threads();
 // thread works too). Tasks must not throw; results must not depend on which
 // thread ran a task (every caller splits by rows, whose bits are fixed).
 void parallel_for(int64_t count, const std::function<void(int64_t)>& task);
+
+// task(first_row, row_count) over [0, rows) in chunks of rows_per_task rows:
+// on the pool when `parallel`, there is more than one chunk and at least
+// kParallelRowElements elements (rows * features) to share; in order on the
+// calling thread otherwise. For row-wise ops, whose rows' bits do not depend
+// on the split.
+inline constexpr int64_t kParallelRowElements = int64_t{1} << 14;
+template <typename Task>
+void for_row_chunks(int64_t rows, int64_t features, int64_t rows_per_task, bool parallel,
+                    const Task& task) {
+  const int64_t chunks = (rows + rows_per_task - 1) / rows_per_task;
+  const auto run = [&](int64_t chunk) {
+    const int64_t begin = chunk * rows_per_task;
+    task(begin, std::min(rows, begin + rows_per_task) - begin);
+  };
+  if (!parallel || chunks <= 1 || rows * features < kParallelRowElements) {
+    for (int64_t chunk = 0; chunk < chunks; ++chunk) run(chunk);
+    return;
+  }
+  parallel_for(chunks, run);
+}
 
 }  // namespace oasr::ops

@@ -99,17 +99,10 @@ void normalize_rows(const float* x, const float* weight, const float* bias, floa
 // pool in kRowsPerTask chunks when `parallel` and there is enough work.
 template <typename Body>
 void for_row_groups(int64_t rows, int64_t features, bool parallel, const Body& body) {
-  const auto chunk = [&](int64_t begin, int64_t end) {
-    for (int64_t r = begin; r < end; r += kRows) {
-      body(r, static_cast<int>(std::min<int64_t>(kRows, end - r)));
+  for_row_chunks(rows, features, kRowsPerTask, parallel, [&](int64_t begin, int64_t count) {
+    for (int64_t r = begin; r < begin + count; r += kRows) {
+      body(r, static_cast<int>(std::min<int64_t>(kRows, begin + count - r)));
     }
-  };
-  if (!parallel || rows <= kRowsPerTask || rows * features < (int64_t{1} << 14)) {
-    chunk(0, rows);
-    return;
-  }
-  parallel_for((rows + kRowsPerTask - 1) / kRowsPerTask, [&](int64_t task) {
-    chunk(task * kRowsPerTask, std::min(rows, (task + 1) * kRowsPerTask));
   });
 }
 

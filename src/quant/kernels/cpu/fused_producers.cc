@@ -16,49 +16,37 @@ namespace {
 // quantizes each. Rows are independent, so the split changes no bit.
 constexpr int64_t kRowsPerTask = 16;
 
-template <typename Task>
-void for_row_chunks(int64_t rows, int64_t features, const Task& task) {
-  const int64_t chunks = (rows + kRowsPerTask - 1) / kRowsPerTask;
-  const auto run = [&](int64_t chunk) {
-    const int64_t begin = chunk * kRowsPerTask;
-    task(begin, std::min(rows, begin + kRowsPerTask) - begin);
-  };
-  if (chunks <= 1 || rows * features < (int64_t{1} << 14)) {
-    for (int64_t chunk = 0; chunk < chunks; ++chunk) run(chunk);
-    return;
-  }
-  ops::parallel_for(chunks, run);
-}
-
 template <typename Out, typename QuantizeRow>
 void norm_quant_rows(const float* x, const float* weight, const float* bias, int64_t rows,
                      int64_t features, float eps, Out* q, float* scale, QuantizeRow quantize_row) {
-  for_row_chunks(rows, features, [&](int64_t begin, int64_t count) {
-    std::vector<float> normalized(static_cast<size_t>(count * features));
-    ops::cpu::layer_norm_f32(x + begin * features, weight, bias, normalized.data(), count, features,
-                             eps, /*parallel=*/false);
-    for (int64_t r = 0; r < count; ++r) {
-      quantize_row(normalized.data() + r * features, nullptr, features, q + (begin + r) * features,
-                   scale + begin + r);
-    }
-  });
+  ops::for_row_chunks(
+      rows, features, kRowsPerTask, /*parallel=*/true, [&](int64_t begin, int64_t count) {
+        std::vector<float> normalized(static_cast<size_t>(count * features));
+        ops::cpu::layer_norm_f32(x + begin * features, weight, bias, normalized.data(), count,
+                                 features, eps, /*parallel=*/false);
+        for (int64_t r = 0; r < count; ++r) {
+          quantize_row(normalized.data() + r * features, nullptr, features,
+                       q + (begin + r) * features, scale + begin + r);
+        }
+      });
 }
 
 template <typename Out, typename QuantizeRow>
 void add_norm_quant_rows(const float* x, const float* residual, float alpha, const float* weight,
                          const float* bias, int64_t rows, int64_t features, float eps, float* sum,
                          Out* q, float* scale, QuantizeRow quantize_row) {
-  for_row_chunks(rows, features, [&](int64_t begin, int64_t count) {
-    std::vector<float> normalized(static_cast<size_t>(count * features));
-    const int64_t offset = begin * features;
-    ops::cpu::add_scaled_layer_norm_f32(x + offset, residual + offset, alpha, weight, bias,
-                                        sum + offset, normalized.data(), count, features, eps,
-                                        /*parallel=*/false);
-    for (int64_t r = 0; r < count; ++r) {
-      quantize_row(normalized.data() + r * features, nullptr, features, q + offset + r * features,
-                   scale + begin + r);
-    }
-  });
+  ops::for_row_chunks(
+      rows, features, kRowsPerTask, /*parallel=*/true, [&](int64_t begin, int64_t count) {
+        std::vector<float> normalized(static_cast<size_t>(count * features));
+        const int64_t offset = begin * features;
+        ops::cpu::add_scaled_layer_norm_f32(x + offset, residual + offset, alpha, weight, bias,
+                                            sum + offset, normalized.data(), count, features, eps,
+                                            /*parallel=*/false);
+        for (int64_t r = 0; r < count; ++r) {
+          quantize_row(normalized.data() + r * features, nullptr, features,
+                       q + offset + r * features, scale + begin + r);
+        }
+      });
 }
 
 }  // namespace
