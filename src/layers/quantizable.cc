@@ -4,6 +4,7 @@
 
 #include "core/device_dispatch.h"
 #include "core/error.h"
+#include "quant/kernels/cpu/im2col_quantize.h"
 #include "quant/kernels/cuda/quantize_cuda.h"
 #include "quant/numerics.h"
 
@@ -235,7 +236,30 @@ Tensor QuantizableLayer::quant_forward_conv(const Tensor& x, const ConvPatches& 
   const int64_t width = x.size(3);
   const int64_t rows = batch * g.out_h * g.out_w;
   const int64_t patch = g.kernel_h * g.kernel_w * channels;
+  const quant::QuantMethod& method = *quant_method_;
+  const bool static_int8 = method.has_static_input() && !method.runtime_smoothed() &&
+                           method.number_format().serves_convolution;
+  const quant::Im2colGeometry geometry{batch,      channels,   height,     width,
+                                       g.kernel_h, g.kernel_w, g.stride_h, g.stride_w,
+                                       g.pad_h,    g.pad_w,    g.out_h,    g.out_w};
+  // The multiplier of a layer without a smoother: 1 * (1 / input_scale).
+  const auto uniform_multiplier = [&] {
+    return quant::static_multiplier(method.static_input_scale(), 1.0f);
+  };
   const auto gather_then_quantize = [&] {
+    if (static_int8) {
+      // The patches straight into int8 at the static scale (the same bytes
+      // as the float32 patches below quantized by the method).
+      const Tensor xf = x.to(DType::kF32).contiguous();
+      quant::QuantizedActivation a;
+      a.format = method.format();
+      a.data = Tensor::empty({rows, patch}, method.storage_dtype());
+      a.scale = method.static_scale_column(rows);
+      quant::cpu::im2col_quantize_int8(xf.data<float>(), geometry, uniform_multiplier(),
+                                       a.data.data<int8_t>());
+      const Tensor y = method.scaled_mm(a, quant_params(), act, DType::kF32);
+      return x.dtype() == DType::kF32 ? y : y.to(x.dtype());
+    }
     // Each output pixel's receptive field (zeros where it reaches into the
     // padding) in float32, then the method's GEMM over the patches.
     const Tensor xf = x.to(DType::kF32).contiguous();
@@ -266,24 +290,17 @@ Tensor QuantizableLayer::quant_forward_conv(const Tensor& x, const ConvPatches& 
   };
   const auto gather_quantized = [&](auto on) {
     // One kernel gathers the patches straight into int8 at the static scale.
-    const quant::QuantMethod& method = *quant_method_;
-    OASR_CHECK(method.has_static_input() && !method.runtime_smoothed() &&
-                   method.number_format().serves_convolution,
-               kInternal, quant_module().path(),
+    OASR_CHECK(static_int8, kInternal, quant_module().path(),
                ": a quantized convolution takes a convolution format (int8) at a static input "
                "scale without a smoother");
-    const quant::cuda::Im2colGeometry geometry{batch,      channels,   height,     width,
-                                               g.kernel_h, g.kernel_w, g.stride_h, g.stride_w,
-                                               g.pad_h,    g.pad_w,    g.out_h,    g.out_w};
     quant::QuantizedActivation a;
     a.format = method.format();
     a.data = Tensor::empty({rows, patch}, method.storage_dtype(), x.device());
     a.scale = method.static_scale_column(rows);
-    // The multiplier of a layer without a smoother: 1 * (1 / input_scale).
-    const float multiplier = quant::static_multiplier(method.static_input_scale(), 1.0f);
     if (rows > 0) {
-      quant::cuda::im2col_quantize_int8(x.contiguous().raw_data(), x.dtype(), geometry, multiplier,
-                                        a.data.data<int8_t>(), on.device_index);
+      quant::cuda::im2col_quantize_int8(x.contiguous().raw_data(), x.dtype(), geometry,
+                                        uniform_multiplier(), a.data.data<int8_t>(),
+                                        on.device_index);
     }
     return method.scaled_mm(a, quant_params(), act, x.dtype());
   };

@@ -1,4 +1,5 @@
-// quantize_per_token_int8_avx2 against DESIGN.md §3's per-token rule, bit
+// quantize_per_token_int8_avx2 (and, at the end, the static quantizer and the
+// convolution gather) against DESIGN.md §3's per-token rule, bit
 // for bit: a definition written here (amax, m = 127 / amax, rne, clamp,
 // scale = amax / 127) and the cpu_reference lane's body. Random rows of every
 // tail length, smoothing on and off, and the edges: all-zero rows (amax
@@ -11,8 +12,10 @@
 #include <random>
 #include <vector>
 
+#include "core/cpu_features.h"
 #include "core/hd.h"
 #include "ops/cpu_threads.h"
+#include "quant/kernels/cpu/im2col_quantize.h"
 #include "quant/kernels/cpu/scaled_mm_int8_avx2.h"
 #include "quant/kernels/cpu/scaled_mm_reference.h"
 
@@ -169,6 +172,107 @@ TEST_F(Avx2Quantize, EmptyShapesWriteNothing) {
   EXPECT_EQ(scale[0], -5.0f);
   quantize_per_token_int8_avx2(x.data(), nullptr, 1, 0, q.data(), scale.data());
   EXPECT_EQ(scale[0], 1e-8f / 127.0f);  // an empty row has amax = the floor
+}
+
+// ---- static quantization and the convolution gather ---------------------------
+
+// §3's static rule written from the contract: q = rne(x * m_j), clamped, NaN -> 0.
+int8_t definition_static(float x, float multiplier) {
+  const float v = std::nearbyint(x * multiplier);
+  return std::isnan(v) ? 0 : static_cast<int8_t>(std::clamp(v, -127.0f, 127.0f));
+}
+
+// Values that reach every branch of the rule: ties, the clamp, infinities, NaN.
+float edge_or_normal(std::mt19937& rng, std::normal_distribution<float>& normal) {
+  const float edges[] = {0.5f,   -0.5f,  1.5f,   2.5f,     -2.5f,     126.5f, -126.5f,
+                         127.4f, 300.0f, -1e30f, INFINITY, -INFINITY, NAN,    -0.0f};
+  return rng() % 8 == 0 ? edges[rng() % (sizeof(edges) / sizeof(edges[0]))] : normal(rng);
+}
+
+TEST_F(Avx2Quantize, StaticQuantizeEqualsTheRuleAndTheReference) {
+  std::mt19937 rng(41);
+  std::normal_distribution<float> normal(0.0f, 40.0f);
+  for (int64_t k : {1, 7, 8, 31, 32, 33, 64, 70, 257}) {
+    const int64_t m = 37;
+    std::vector<float> x(m * k), multiplier(k);
+    for (float& v : x) v = edge_or_normal(rng, normal);
+    for (float& v : multiplier) v = 0.5f + static_cast<float>(rng() % 100) / 64.0f;
+    std::vector<int8_t> q_avx2(m * k, 99), q_reference(m * k, 98);
+    quantize_static_int8_avx2(x.data(), multiplier.data(), m, k, q_avx2.data());
+    quantize_static_int8_reference(x.data(), multiplier.data(), m, k, q_reference.data());
+    for (int64_t i = 0; i < m * k; ++i) {
+      ASSERT_EQ(q_avx2[i], definition_static(x[i], multiplier[i % k]))
+          << "k " << k << " at " << i << " x " << x[i];
+      ASSERT_EQ(q_avx2[i], q_reference[i]) << "k " << k << " at " << i;
+    }
+  }
+}
+
+// The gather by the geometry header's formula: float32 patches (zeros in the
+// padding), then the static rule at one multiplier.
+std::vector<int8_t> definition_patches(const std::vector<float>& x, const Im2colGeometry& g,
+                                       float multiplier) {
+  const int64_t patch = g.kernel_h * g.kernel_w * g.channels;
+  std::vector<int8_t> out(static_cast<size_t>(g.batch * g.out_h * g.out_w * patch));
+  for (int64_t b = 0; b < g.batch; ++b) {
+    for (int64_t oy = 0; oy < g.out_h; ++oy) {
+      for (int64_t ox = 0; ox < g.out_w; ++ox) {
+        const int64_t row = (b * g.out_h + oy) * g.out_w + ox;
+        for (int64_t r = 0; r < g.kernel_h; ++r) {
+          for (int64_t s = 0; s < g.kernel_w; ++s) {
+            for (int64_t c = 0; c < g.channels; ++c) {
+              const int64_t iy = oy * g.stride_h - g.pad_h + r;
+              const int64_t ix = ox * g.stride_w - g.pad_w + s;
+              const bool inside = iy >= 0 && iy < g.height && ix >= 0 && ix < g.width;
+              const float value =
+                  inside ? x[((b * g.channels + c) * g.height + iy) * g.width + ix] : 0.0f;
+              out[row * patch + (r * g.kernel_w + s) * g.channels + c] =
+                  definition_static(value, multiplier);
+            }
+          }
+        }
+      }
+    }
+  }
+  return out;
+}
+
+TEST_F(Avx2Quantize, ConvolutionGatherEqualsQuantizedFloatPatches) {
+  std::mt19937 rng(43);
+  std::normal_distribution<float> normal(0.0f, 30.0f);
+  struct Shape {
+    int64_t batch, channels, height, width, kernel, stride, pad;
+  };
+  // U2++'s second subsampling conv (3x3 / 2, no padding), padded and odd
+  // widths around the eight-lane body, one channel, a 1-wide Conv1d-like row.
+  for (const Shape& s :
+       {Shape{2, 24, 9, 19, 3, 2, 0}, Shape{1, 5, 7, 11, 3, 2, 1}, Shape{3, 8, 6, 16, 3, 1, 1},
+        Shape{1, 1, 5, 9, 3, 1, 0}, Shape{2, 3, 1, 23, 1, 1, 0}}) {
+    Im2colGeometry g;
+    g.batch = s.batch;
+    g.channels = s.channels;
+    g.height = s.height;
+    g.width = s.width;
+    g.kernel_h = g.kernel_w = s.kernel;
+    g.stride_h = g.stride_w = s.stride;
+    g.pad_h = g.pad_w = s.pad;
+    g.out_h = (s.height + 2 * s.pad - s.kernel) / s.stride + 1;
+    g.out_w = (s.width + 2 * s.pad - s.kernel) / s.stride + 1;
+    std::vector<float> x(static_cast<size_t>(s.batch * s.channels * s.height * s.width));
+    for (float& v : x) v = edge_or_normal(rng, normal);
+    const float multiplier = 1.0f / 0.37f;
+    const std::vector<int8_t> want = definition_patches(x, g, multiplier);
+    for (CpuIsa level : {CpuIsa::kScalar, CpuIsa::kAvx2}) {
+      cap_cpu_isa(level);
+      std::vector<int8_t> got(want.size(), 99);
+      cpu::im2col_quantize_int8(x.data(), g, multiplier, got.data());
+      cap_cpu_isa(cpu_isa_detected());
+      for (size_t i = 0; i < want.size(); ++i) {
+        ASSERT_EQ(got[i], want[i]) << cpu_isa_name(level) << " shape c=" << s.channels
+                                   << " w=" << s.width << " byte " << i;
+      }
+    }
+  }
 }
 
 }  // namespace

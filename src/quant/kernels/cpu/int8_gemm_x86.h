@@ -53,4 +53,21 @@ OASR_AVX2_INLINE __m256 epilogue8(__m256i acc, __m256 a_scale, const float* w_sc
   return avx2::apply_ps(kAct, t);
 }
 
+// numerics.h's quantize_int8 on eight lanes, as int32: rint, NaN -> 0,
+// clamp to +-127 (the per-token and static quantizers and the conv gather).
+OASR_AVX2_INLINE __m256i quantize_int8_lanes(__m256 v) {
+  __m256 rounded = _mm256_round_ps(v, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
+  rounded = _mm256_and_ps(rounded, _mm256_cmp_ps(rounded, rounded, _CMP_ORD_Q));
+  rounded = _mm256_min_ps(_mm256_max_ps(rounded, _mm256_set1_ps(-127.0f)), _mm256_set1_ps(127.0f));
+  return _mm256_cvtps_epi32(rounded);  // exact: an integer in [-127, 127]
+}
+
+// Four vectors of eight int32 codes (each in [-127, 127]) as 32 bytes in
+// lane order: the packs interleave 128-bit halves, the permutation puts them
+// back.
+OASR_AVX2_INLINE __m256i pack_int8_codes(__m256i q0, __m256i q1, __m256i q2, __m256i q3) {
+  const __m256i bytes = _mm256_packs_epi16(_mm256_packs_epi32(q0, q1), _mm256_packs_epi32(q2, q3));
+  return _mm256_permutevar8x32_epi32(bytes, _mm256_setr_epi32(0, 4, 1, 5, 2, 6, 3, 7));
+}
+
 }  // namespace oasr::quant::x86

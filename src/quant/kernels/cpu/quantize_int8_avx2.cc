@@ -11,6 +11,7 @@
 #include "core/activations_avx2.h"
 #include "core/error.h"
 #include "ops/cpu/worker_pool.h"
+#include "quant/kernels/cpu/int8_gemm_x86.h"
 #include "quant/kernels/cpu/scaled_mm_int8_avx2.h"
 #include "quant/numerics.h"
 
@@ -46,40 +47,62 @@ OASR_AVX2_TARGET float row_amax(const float* x, const float* smooth_inv, int64_t
   return amax > kAmaxFloor ? amax : kAmaxFloor;
 }
 
-// quantize_int8(v) on eight lanes, as int32: rint, NaN -> 0, clamp to +-127.
-OASR_AVX2_INLINE __m256i quantize8(__m256 v) {
-  __m256 rounded = _mm256_round_ps(v, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
-  rounded = _mm256_and_ps(rounded, _mm256_cmp_ps(rounded, rounded, _CMP_ORD_Q));
-  rounded =
-      _mm256_min_ps(_mm256_max_ps(rounded, _mm256_set1_ps(-kInt8Max)), _mm256_set1_ps(kInt8Max));
-  return _mm256_cvtps_epi32(rounded);  // exact: an integer in [-127, 127]
-}
-
 OASR_AVX2_TARGET void quantize_row(const float* x, const float* smooth_inv, int64_t k, int8_t* q,
                                    float* scale) {
   const float amax = row_amax(x, smooth_inv, k);
   const float multiplier = kInt8Max / amax;
   const __m256 m = _mm256_set1_ps(multiplier);
-  // int32 -> int8 with two packs; they interleave 128-bit halves, which the
-  // final permutation puts back in order. Values are within int8 already.
-  const __m256i order = _mm256_setr_epi32(0, 4, 1, 5, 2, 6, 3, 7);
   int64_t j = 0;
   for (; j + 32 <= k; j += 32) {
-    const __m256i q0 = quantize8(_mm256_mul_ps(smoothed8(x, smooth_inv, j), m));
-    const __m256i q1 = quantize8(_mm256_mul_ps(smoothed8(x, smooth_inv, j + 8), m));
-    const __m256i q2 = quantize8(_mm256_mul_ps(smoothed8(x, smooth_inv, j + 16), m));
-    const __m256i q3 = quantize8(_mm256_mul_ps(smoothed8(x, smooth_inv, j + 24), m));
-    const __m256i words01 = _mm256_packs_epi32(q0, q1);
-    const __m256i words23 = _mm256_packs_epi32(q2, q3);
-    const __m256i bytes = _mm256_packs_epi16(words01, words23);
+    __m256i codes[4];
+#pragma GCC unroll 4
+    for (int i = 0; i < 4; ++i) {
+      codes[i] = x86::quantize_int8_lanes(_mm256_mul_ps(smoothed8(x, smooth_inv, j + 8 * i), m));
+    }
     _mm256_storeu_si256(reinterpret_cast<__m256i*>(q + j),
-                        _mm256_permutevar8x32_epi32(bytes, order));
+                        x86::pack_int8_codes(codes[0], codes[1], codes[2], codes[3]));
   }
   for (; j < k; ++j) {
     const float value = smooth_inv != nullptr ? x[j] * smooth_inv[j] : x[j];
     q[j] = quantize_int8(value * multiplier);
   }
   *scale = amax / kInt8Max;
+}
+
+// numerics.h's quantize_row_static_int8: q_j = quantize_int8(x_j * m_j).
+OASR_AVX2_TARGET void quantize_static_row(const float* x, const float* multiplier, int64_t k,
+                                          int8_t* q) {
+  int64_t j = 0;
+  for (; j + 32 <= k; j += 32) {
+    __m256i codes[4];
+#pragma GCC unroll 4
+    for (int i = 0; i < 4; ++i) {
+      const int64_t at = j + 8 * i;
+      codes[i] = x86::quantize_int8_lanes(
+          _mm256_mul_ps(_mm256_loadu_ps(x + at), _mm256_loadu_ps(multiplier + at)));
+    }
+    _mm256_storeu_si256(reinterpret_cast<__m256i*>(q + j),
+                        x86::pack_int8_codes(codes[0], codes[1], codes[2], codes[3]));
+  }
+  for (; j < k; ++j) q[j] = quantize_int8(x[j] * multiplier[j]);
+}
+
+// Rows over the lane's threads in chunks of about kElementsPerTask
+// (smaller inputs are not worth a wake-up). Rows are independent.
+template <typename RowFn>
+void for_rows(int64_t m, int64_t k, const RowFn& row_fn) {
+  constexpr int64_t kElementsPerTask = 16384;
+  const int64_t rows_per_task = std::max<int64_t>(1, kElementsPerTask / std::max<int64_t>(k, 1));
+  const int64_t tasks = (m + rows_per_task - 1) / rows_per_task;
+  auto rows = [&](int64_t task) {
+    const int64_t end = std::min(m, (task + 1) * rows_per_task);
+    for (int64_t row = task * rows_per_task; row < end; ++row) row_fn(row);
+  };
+  if (tasks < 4) {
+    for (int64_t task = 0; task < tasks; ++task) rows(task);
+    return;
+  }
+  ops::cpu::shared_worker_pool()->run(tasks, rows);
 }
 
 }  // namespace
@@ -90,22 +113,19 @@ void quantize_per_token_int8_avx2(const float* x, const float* smooth_inv, int64
              "int8 AVX2 quantize called on a CPU without AVX2+FMA; choose the cpu_reference lane");
   OASR_CHECK(m >= 0 && k >= 0, kInvalidArgument, "int8 AVX2 quantize: bad shape [", m, ", ", k,
              "]");
-  // Rows are independent; large inputs are split over the lane's threads in
-  // chunks of about kElementsPerTask (smaller ones are not worth a wake-up).
-  constexpr int64_t kElementsPerTask = 16384;
-  const int64_t rows_per_task = std::max<int64_t>(1, kElementsPerTask / std::max<int64_t>(k, 1));
-  const int64_t tasks = (m + rows_per_task - 1) / rows_per_task;
-  auto quantize_rows = [&](int64_t task) {
-    const int64_t end = std::min(m, (task + 1) * rows_per_task);
-    for (int64_t row = task * rows_per_task; row < end; ++row) {
-      quantize_row(x + row * k, smooth_inv, k, q + row * k, scale + row);
-    }
-  };
-  if (tasks < 4) {
-    for (int64_t task = 0; task < tasks; ++task) quantize_rows(task);
-    return;
-  }
-  ops::cpu::shared_worker_pool()->run(tasks, quantize_rows);
+  for_rows(m, k, [&](int64_t row) {
+    quantize_row(x + row * k, smooth_inv, k, q + row * k, scale + row);
+  });
+}
+
+void quantize_static_int8_avx2(const float* x, const float* multiplier, int64_t m, int64_t k,
+                               int8_t* q) {
+  OASR_CHECK(cpu_has_avx2(), kUnsupported,
+             "int8 AVX2 quantize called on a CPU without AVX2+FMA; choose the cpu_reference lane");
+  OASR_CHECK(m >= 0 && k >= 0, kInvalidArgument, "int8 AVX2 static quantize: bad shape [", m, ", ",
+             k, "]");
+  for_rows(m, k,
+           [&](int64_t row) { quantize_static_row(x + row * k, multiplier, k, q + row * k); });
 }
 
 }  // namespace oasr::quant

@@ -10,6 +10,7 @@
 
 #include "core/dtype.h"
 #include "quant/format.h"
+#include "quant/kernels/im2col_geometry.h"
 
 namespace oasr::quant::cuda {
 
@@ -35,17 +36,9 @@ void add_layer_norm_residual_quant(QDType format, const void* x, const void* res
                                    int64_t features, float eps, void* sum, void* q, float* scale,
                                    int device_index);
 
-// A quantized convolution's patches: x [batch, channels, height, width] of
-// x_dtype (a Conv1d is height 1), gathered into int8 rows
-// patches[(b * out_h + oy) * out_w + ox, (r * kernel_w + s) * channels + c]
-// = quantize_int8(x[b, c, iy, ix] * multiplier), zero in the padding (a zero
-// quantizes to zero, so gathering and quantizing commute). KRSC order, the
-// stored weight's.
-struct Im2colGeometry {
-  int64_t batch = 0, channels = 0, height = 0, width = 0;
-  int64_t kernel_h = 1, kernel_w = 1, stride_h = 1, stride_w = 1, pad_h = 0, pad_w = 0;
-  int64_t out_h = 0, out_w = 0;
-};
+// A quantized convolution's patches (quant/kernels/im2col_geometry.h) from x
+// of x_dtype.
+using quant::Im2colGeometry;
 void im2col_quantize_int8(const void* x, DType x_dtype, const Im2colGeometry& geometry,
                           float multiplier, int8_t* patches, int device_index);
 
