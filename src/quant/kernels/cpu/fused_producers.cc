@@ -6,6 +6,7 @@
 #include "ops/cpu_threads.h"
 
 #include "ops/cpu/layer_norm.h"
+#include "quant/kernels/cpu/scaled_mm_int8_avx2.h"
 #include "quant/numerics.h"
 
 namespace oasr::quant::cpu {
@@ -49,11 +50,18 @@ void add_norm_quant_rows(const float* x, const float* residual, float alpha, con
       });
 }
 
+// The per-token int8 rule on one row: the AVX2 body where the CPU has it
+// (the same bits, tests/quant/test_avx2_quantize.cc).
+using Int8RowQuantizer = void (*)(const float*, const float*, int64_t, int8_t*, float*);
+Int8RowQuantizer int8_row_quantizer() {
+  return cpu_has_avx2() ? quantize_row_per_token_int8_avx2 : quantize_row_dynamic_int8;
+}
+
 }  // namespace
 
 void layer_norm_quant_int8(const float* x, const float* weight, const float* bias, int64_t rows,
                            int64_t features, float eps, int8_t* q, float* scale) {
-  norm_quant_rows(x, weight, bias, rows, features, eps, q, scale, quantize_row_dynamic_int8);
+  norm_quant_rows(x, weight, bias, rows, features, eps, q, scale, int8_row_quantizer());
 }
 
 void layer_norm_quant_e4m3(const float* x, const float* weight, const float* bias, int64_t rows,
@@ -66,7 +74,7 @@ void add_layer_norm_residual_quant_int8(const float* x, const float* residual, f
                                         int64_t features, float eps, float* sum, int8_t* q,
                                         float* scale) {
   add_norm_quant_rows(x, residual, alpha, weight, bias, rows, features, eps, sum, q, scale,
-                      quantize_row_dynamic_int8);
+                      int8_row_quantizer());
 }
 
 void add_layer_norm_residual_quant_e4m3(const float* x, const float* residual, float alpha,
@@ -79,6 +87,10 @@ void add_layer_norm_residual_quant_e4m3(const float* x, const float* residual, f
 
 void quantize_epilogue_static_int8(const float* y, const float* multiplier, int64_t rows, int64_t n,
                                    int8_t* q) {
+  if (cpu_has_avx2()) {  // the same rule, eight lanes at a time over the pool
+    quantize_static_int8_avx2(y, multiplier, rows, n, q);
+    return;
+  }
   for (int64_t r = 0; r < rows; ++r) quantize_row_static_int8(y + r * n, multiplier, n, q + r * n);
 }
 

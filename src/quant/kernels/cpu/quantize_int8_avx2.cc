@@ -118,6 +118,13 @@ void quantize_per_token_int8_avx2(const float* x, const float* smooth_inv, int64
   });
 }
 
+void quantize_row_per_token_int8_avx2(const float* x, const float* smooth_inv, int64_t k, int8_t* q,
+                                      float* scale) {
+  OASR_CHECK(cpu_has_avx2(), kUnsupported,
+             "int8 AVX2 quantize called on a CPU without AVX2+FMA; choose the cpu_reference lane");
+  quantize_row(x, smooth_inv, k, q, scale);
+}
+
 void quantize_static_int8_avx2(const float* x, const float* multiplier, int64_t m, int64_t k,
                                int8_t* q) {
   OASR_CHECK(cpu_has_avx2(), kUnsupported,

@@ -80,6 +80,11 @@ void scaled_mm_int8_avx2(const int8_t* a, const float* a_scale, const int8_t* w,
 // q = clamp(rne(x' * (127 / amax)), -127, 127), scale = amax / 127.
 void quantize_per_token_int8_avx2(const float* x, const float* smooth_inv, int64_t m, int64_t k,
                                   int8_t* q, float* scale);
+// One row of quantize_per_token_int8_avx2 on the calling thread (for callers
+// already inside a pool task, such as the fused norm producers).
+void quantize_row_per_token_int8_avx2(const float* x, const float* smooth_inv, int64_t k, int8_t* q,
+                                      float* scale);
+
 // numerics.h's quantize_row_static_int8 per row (multiplier fp32 [k]), the
 // same bits, rows over the worker pool.
 void quantize_static_int8_avx2(const float* x, const float* multiplier, int64_t m, int64_t k,
