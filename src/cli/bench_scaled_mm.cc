@@ -1,4 +1,4 @@
-// `oasr bench scaled-mm --device cuda [--shapes M,N,K;...] [--format int8|fp8|all]
+// `oasr bench scaled-mm --device cuda|cpu [--shapes M,N,K;...] [--format int8|fp8|all]
 // [--iters N] [--sweep] [--no-baseline] [--baseline-python PATH]`: GPU time
 // of one scaled GEMM (quant/kernels/cuda/scaled_mm_cuda.h), per shape, format,
 // output (float16, or the int8/e4m3 quantizing epilogue) and lane (native on
@@ -9,7 +9,10 @@
 // baseline (bench/torch_scaled_mm_bench.py: torch._int_mm + dequant,
 // torch._scaled_mm rowwise fp8, fp16 F.linear) runs as a subprocess on the
 // same shapes; its JSON lines are relayed, and one comparison line per shape
-// and format gives oasr/baseline time ratios.
+// and format gives oasr/baseline time ratios. With --device cpu it times the
+// CPU int8 lanes instead (cli/bench_scaled_mm_cpu.cc) against PyTorch's
+// dynamic int8 Linear (oneDNN / QNNPACK) and float32 F.linear on the same
+// shapes and threads (bench/torch_cpu_int8_linear_bench.py).
 #include "cli/bench_scaled_mm.h"
 
 #include "cli/bench_common.h"
@@ -37,6 +40,7 @@
 #include "core/device.h"
 #include "core/device_dispatch.h"
 #include "core/error.h"
+#include "ops/cpu_threads.h"
 #include "quant/format.h"
 #include "quant/number_format.h"
 
@@ -46,6 +50,7 @@ namespace {
 using scaled_mm_bench::BenchScaledMMOptions;
 using scaled_mm_bench::ResultKey;
 using scaled_mm_bench::run_oasr;
+using scaled_mm_bench::run_oasr_cpu;
 using scaled_mm_bench::Shape;
 
 namespace fs = std::filesystem;
@@ -67,8 +72,23 @@ std::vector<Shape> default_shapes() {
   return shapes;
 }
 
-std::vector<Shape> parse_shapes(const std::string& text) {
-  if (text.empty()) return default_shapes();
+// The CPU shapes: the U2++ Conformer's GEMMs at 10 s (M = 250) and 40 s of
+// audio, and Whisper tiny's encoder GEMMs over one 30 s window (M = 1500).
+std::vector<Shape> default_cpu_shapes() {
+  std::vector<Shape> shapes;
+  for (int64_t m : {250, 1000}) {
+    shapes.push_back({m, 2048, 256});
+    shapes.push_back({m, 256, 2048});
+    shapes.push_back({m, 256, 256});
+  }
+  shapes.push_back({1500, 1536, 384});
+  shapes.push_back({1500, 384, 1536});
+  shapes.push_back({1500, 384, 384});
+  return shapes;
+}
+
+std::vector<Shape> parse_shapes(const std::string& text, bool cpu) {
+  if (text.empty()) return cpu ? default_cpu_shapes() : default_shapes();
   std::vector<Shape> shapes;
   std::stringstream stream(text);
   std::string part;
@@ -99,10 +119,69 @@ std::string shapes_argument(const std::vector<Shape>& shapes) {
   return text;
 }
 
+// The CPU baseline's lines, relayed; returns median_us by (impl, m, n, k).
+std::map<std::tuple<std::string, int64_t, int64_t, int64_t>, double> run_cpu_baseline(
+    const BenchScaledMMOptions& options, const std::vector<Shape>& shapes) {
+  OASR_CHECK(fs::exists(options.cpu_baseline_script), kNotFound, "baseline script ",
+             options.cpu_baseline_script,
+             " not found; run from the source directory or pass --no-baseline");
+  std::ostringstream command;
+  command << shell_quote(options.baseline_python) << " " << shell_quote(options.cpu_baseline_script)
+          << " --shapes " << shell_quote(shapes_argument(shapes)) << " --iters " << options.iters
+          << " --warmup " << options.warmup << " --threads " << ops::cpu_threads();
+  std::map<std::tuple<std::string, int64_t, int64_t, int64_t>, double> lines;
+  const auto is_object = [](const nlohmann::json& line) { return line.is_object(); };
+  for (const nlohmann::json& line : run_baseline_script(command.str(), options.baseline_python,
+                                                        options.cpu_baseline_script, is_object)) {
+    if (line.contains("median_us") && line["median_us"].is_number()) {
+      lines[{line.value("impl", std::string()), line.value("m", int64_t{0}),
+             line.value("n", int64_t{0}), line.value("k", int64_t{0})}] =
+          line["median_us"].get<double>();
+    }
+  }
+  return lines;
+}
+
+void run_bench_scaled_mm_cpu(const BenchScaledMMOptions& options) {
+  OASR_CHECK(options.format == "int8" || options.format == "all", kInvalidArgument, "--format '",
+             options.format, "': the CPU lanes serve int8; use int8 (or all)");
+  OASR_CHECK(!options.sweep, kInvalidArgument,
+             "--sweep times the CUDA kernels' configurations; drop it with --device cpu");
+  OASR_CHECK(options.threads >= 0, kInvalidArgument, "--threads ", options.threads,
+             ": use 0 (the machine's threads) or a positive count");
+  ops::set_cpu_threads(options.threads);
+  const std::vector<Shape> shapes = parse_shapes(options.shapes, /*cpu=*/true);
+  std::map<ResultKey, double> results;
+  run_oasr_cpu(options, shapes, results);
+  if (options.no_baseline) return;
+  const auto baseline = run_cpu_baseline(options, shapes);
+  // oasr's dynamic int8 linear (the lane auto serves) / each PyTorch
+  // layer: below 1 is oasr faster.
+  for (const auto& [key, oasr_us] : results) {
+    const auto& [format, out, m, n, k] = key;
+    nlohmann::ordered_json line;
+    line["bench"] = "scaled_mm";
+    line["device"] = "cpu";
+    line["compare"] = "oasr/baseline";
+    line["m"] = m;
+    line["n"] = n;
+    line["k"] = k;
+    line["oasr_linear_us"] = round3(oasr_us);
+    for (const std::string impl :
+         {"torch_dynamic_int8_onednn", "torch_dynamic_int8_qnnpack", "torch_fp32_linear"}) {
+      const auto found = baseline.find({impl, m, n, k});
+      if (found == baseline.end() || found->second <= 0) continue;
+      line[impl + "_us"] = round3(found->second);
+      line["ratio_" + impl] = round3(oasr_us / found->second);
+    }
+    std::cout << line.dump() << std::endl;
+  }
+}
+
 int parse_device_index(const std::string& device) {
   const Device parsed = parse_device(device);  // refuses malformed text by name
   OASR_CHECK(parsed.is_cuda(), kInvalidArgument, "--device '", device,
-             "': bench scaled-mm times CUDA kernels; use cuda or cuda:N");
+             "': use cuda, cuda:N or cpu");
   return parsed.index;
 }
 
@@ -134,12 +213,16 @@ int parse_device_index(const std::string& device) {
 }
 
 void run_bench_scaled_mm(const BenchScaledMMOptions& options) {
-  const int device_index = parse_device_index(options.device);
   OASR_CHECK(options.iters >= 20 && options.warmup >= 0, kInvalidArgument,
              "need --iters >= 20 (a stable median) and --warmup >= 0");
+  if (parse_device(options.device).is_cpu()) {
+    run_bench_scaled_mm_cpu(options);
+    return;
+  }
+  const int device_index = parse_device_index(options.device);
   OASR_CHECK(options.format == "int8" || options.format == "fp8" || options.format == "all",
              kInvalidArgument, "--format '", options.format, "': use int8, fp8 or all");
-  const std::vector<Shape> shapes = parse_shapes(options.shapes);
+  const std::vector<Shape> shapes = parse_shapes(options.shapes, /*cpu=*/false);
   // The formats the mma_sync lane's kernels take, by their method name.
   std::vector<QDType> formats;
   for (QDType id : quant::number_formats()) {
@@ -183,13 +266,18 @@ void add_bench_scaled_mm_command(CLI::App& bench) {
   auto options = std::make_shared<BenchScaledMMOptions>();
   CLI::App* app = bench.add_subcommand(
       "scaled-mm",
-      "Time the CUDA scaled GEMMs (int8 / fp8; native, mma_sync and cublaslt lanes) and compare "
-      "with "
-      "PyTorch's int8, fp8 and fp16 GEMMs");
-  app->add_option("--device", options->device, "cuda | cuda:N")->capture_default_str();
+      "Time the scaled GEMMs (CUDA: int8 / fp8 on the native, mma_sync and cublaslt lanes; CPU: "
+      "every int8 lane) and compare with PyTorch's int8, fp8, fp16 and float32 layers");
+  app->add_option("--device", options->device, "cuda | cuda:N | cpu")->capture_default_str();
+  app->add_option("--threads", options->threads,
+                  "CPU: worker threads (0: the machine's hardware threads); the baseline uses "
+                  "the same count")
+      ->capture_default_str();
   app->add_option("--shapes", options->shapes,
-                  "M,N,K;M,N,K;... (default: M in {4096, 32768} x (N, K) in {(2048, 256), "
-                  "(256, 2048), (768, 256)}, plus 8192,8192,8192)");
+                  "M,N,K;M,N,K;... (default, CUDA: M in {4096, 32768} x (N, K) in {(2048, 256), "
+                  "(256, 2048), (768, 256)}, plus 8192,8192,8192; CPU: M in {250, 1000} x "
+                  "(N, K) in {(2048, 256), (256, 2048), (256, 256)}, plus M = 1500 x (1536, "
+                  "384), (384, 1536), (384, 384): Whisper tiny's encoder)");
   app->add_option("--format", options->format, "int8 | fp8 | all")->capture_default_str();
   app->add_option("--act", options->act,
                   "the epilogue activation (and the baselines'): none | "

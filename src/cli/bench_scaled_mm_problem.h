@@ -28,6 +28,8 @@ struct BenchScaledMMOptions {
   std::string act = "none";  // the epilogue activation: none | swish | relu
   std::string baseline_python = "python3";
   std::string baseline_script = "bench/torch_scaled_mm_bench.py";
+  std::string cpu_baseline_script = "bench/torch_cpu_int8_linear_bench.py";
+  int threads = 0;  // CPU: the worker pool's threads (0: the machine's)
 };
 
 // Median oasr times by (format, out, m, n, k) of the lane compared below.
@@ -41,5 +43,11 @@ using ResultKey = std::tuple<std::string, std::string, int64_t, int64_t, int64_t
 void run_oasr(const BenchScaledMMOptions& options, const std::vector<Shape>& shapes,
               const std::vector<quant::QDType>& formats, int device_index,
               std::map<ResultKey, double>& results);
+
+// The CPU lanes (cli/bench_scaled_mm_cpu.cc): every registered CPU int8 lane
+// on each shape, the GEMM alone and the dynamic linear (per-token quantize +
+// GEMM); fills `results` with the dynamic linear of the lane auto serves.
+void run_oasr_cpu(const BenchScaledMMOptions& options, const std::vector<Shape>& shapes,
+                  std::map<ResultKey, double>& results);
 
 }  // namespace oasr::cli::scaled_mm_bench

@@ -1,9 +1,12 @@
-// The device/dtype flags of transcribe, eval and bench encoder as a user
+// The device/dtype flags of transcribe, eval and bench as a user
 // meets them on a machine without a usable GPU: each refusal is one line on
 // stderr naming what is missing and what to do, exit status 1. (The CUDA
 // path itself runs on the GPU machine.)
 #include <gtest/gtest.h>
 
+#include <nlohmann/json.hpp>
+
+#include <set>
 #include <string>
 #include <vector>
 
@@ -50,6 +53,34 @@ TEST(CliDevice, CudaWithoutAGpuSaysWhatToDo) {
   expect_refusal({"transcribe", "a.wav", "--ckpt-dir", kNoDir, "--device", "cuda", "--quantization",
                   "int8_w8a8"},
                  "no CUDA GPU is usable");
+}
+
+// bench scaled-mm --device cpu times every registered CPU int8 lane: one
+// JSON line each, timed (GEMM and linear) where this CPU runs it, skipped
+// with the requirement where it does not; CUDA-only flags are refused.
+TEST(CliDevice, ScaledMMBenchTimesEveryCpuLane) {
+  const CliResult r =
+      run_oasr({"bench", "scaled-mm", "--device", "cpu", "--shapes", "48,64,256", "--iters", "20",
+                "--warmup", "1", "--threads", "1", "--no-baseline"});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  std::set<std::string> lanes;
+  for (const std::string& text : split_lines(r.out)) {
+    const nlohmann::json line = nlohmann::json::parse(text);
+    ASSERT_EQ(line.value("device", ""), "cpu") << text;
+    EXPECT_EQ(line.value("m", 0), 48);
+    lanes.insert(line.value("lane", ""));
+    if (line.contains("skipped")) continue;
+    EXPECT_GT(line.value("gemm_us", 0.0), 0.0) << text;
+    EXPECT_GE(line.value("linear_us", 0.0), line.value("gemm_us", 0.0) * 0.5) << text;
+    EXPECT_GT(line.value("gemm_gops", 0.0), 0.0) << text;
+  }
+  EXPECT_TRUE(lanes.count("cpu_reference") == 1 && lanes.count("cpu_avx2_int8") == 1 &&
+              lanes.count("cpu_avx512_vnni_int8") == 1)
+      << r.out;
+  expect_refusal({"bench", "scaled-mm", "--device", "cpu", "--format", "fp8", "--no-baseline"},
+                 "the CPU lanes serve int8");
+  expect_refusal({"bench", "scaled-mm", "--device", "cpu", "--sweep", "--no-baseline"},
+                 "drop it with --device cpu");
 }
 
 }  // namespace
