@@ -160,7 +160,8 @@ __device__ __forceinline__ void load_register_values(const T* p, float (&v)[kReg
   if constexpr (sizeof(T) * kRegisterValues == 16) {
     if ((reinterpret_cast<uintptr_t>(p) & 15u) == 0) {
       const uint4 raw = *reinterpret_cast<const uint4*>(p);
-      const T* e = reinterpret_cast<const T*>(&raw);
+      T e[kRegisterValues];
+      memcpy(e, &raw, sizeof(raw));
 #pragma unroll
       for (int j = 0; j < kRegisterValues; ++j) v[j] = to_float(e[j]);
       return;
@@ -175,12 +176,16 @@ template <typename T>
 __device__ __forceinline__ void store_register_values(T* p, const T (&v)[kRegisterValues]) {
   if constexpr (sizeof(T) * kRegisterValues == 16) {
     if ((reinterpret_cast<uintptr_t>(p) & 15u) == 0) {
-      *reinterpret_cast<uint4*>(p) = *reinterpret_cast<const uint4*>(v);
+      uint4 raw;  // memcpy: v itself need not be 16-byte aligned
+      memcpy(&raw, v, sizeof(raw));
+      *reinterpret_cast<uint4*>(p) = raw;
       return;
     }
   } else if constexpr (sizeof(T) * kRegisterValues == 8) {
     if ((reinterpret_cast<uintptr_t>(p) & 7u) == 0) {
-      *reinterpret_cast<uint2*>(p) = *reinterpret_cast<const uint2*>(v);
+      uint2 raw;
+      memcpy(&raw, v, sizeof(raw));
+      *reinterpret_cast<uint2*>(p) = raw;
       return;
     }
   }
