@@ -419,9 +419,10 @@ TEST(CudaGluDepthwise, EqualsTheUnfusedOpsBitForBit) {
 TEST(CudaGluDepthwise, OddWidthsAndLongKernelsEqualTheUnfusedOps) {
   OASR_SKIP_WITHOUT_CUDA();
   const Device gpu = Device::cuda();
-  // 100 channels: a partial channel tile; 65 taps: past the fused kernel's
+  // 100 channels: a partial channel tile; 15 taps over several time tiles
+  // (the compiled-width body); 65 taps: past the fused kernel's
   // tile, where the front runs the unfused ops itself.
-  for (int64_t kernel : {31, 65}) {
+  for (int64_t kernel : {15, 31, 65}) {
     const int64_t channels = 100;
     const int64_t pad = (kernel - 1) / 2;
     const Tensor x = uniform({2, 150, 2 * channels}, -3.f, 3.f, 44).to(DType::kF16).to(gpu);

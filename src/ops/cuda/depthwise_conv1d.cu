@@ -43,11 +43,19 @@ constexpr int kGluTimeTile = 64;
 constexpr int kGluChannelTile = 64;
 constexpr int kGluThreads = 256;
 
-template <typename T>
+// kKernel > 0: the kernel width known at compile time. Each thread then owns
+// kGluOutputsPerThread consecutive outputs of its channel and reads their
+// kGluOutputsPerThread + kKernel - 1 gated values and its taps from shared
+// memory once, into registers (15 reads of each per output before); the sums
+// are the same operations in the same order.
+constexpr int kGluOutputsPerThread = kGluTimeTile / (kGluThreads / kGluChannelTile);
+
+template <typename T, int kKernel>
 __global__ void __launch_bounds__(kGluThreads)
     glu_depthwise_channels_last_kernel(const T* x, const T* weight, const T* bias, T* out,
-                                       int length, int channels, int kernel, int pad_left,
+                                       int length, int channels, int kernel_arg, int pad_left,
                                        int out_length) {
+  const int kernel = kKernel > 0 ? kKernel : kernel_arg;
   extern __shared__ float glu_shared[];
   const int span = kGluTimeTile + kernel - 1;         // gated rows the tile reads
   float* gated = glu_shared;                          // [span][kGluChannelTile]
@@ -78,19 +86,45 @@ __global__ void __launch_bounds__(kGluThreads)
   __syncthreads();
   if (c >= channels) return;
   const float channel_bias = bias != nullptr ? to_float(bias[c]) : 0.0f;
-  for (int local = static_cast<int>(threadIdx.x) / kGluChannelTile; local < kGluTimeTile;
-       local += kGluThreads / kGluChannelTile) {
-    const int t = t0 + local;
-    if (t >= out_length) break;
-    float acc = 0.0f;
-    for (int k = 0; k < kernel; ++k) {
-      const int source = t + k - pad_left;
-      if (source < 0 || source >= length) continue;  // zero padding: no term
-      acc = __fadd_rn(acc, __fmul_rn(taps[k * kGluChannelTile + lane_c],
-                                     gated[(local + k) * kGluChannelTile + lane_c]));
+  if constexpr (kKernel > 0) {
+    const int first = static_cast<int>(threadIdx.x) / kGluChannelTile * kGluOutputsPerThread;
+    float window[kGluOutputsPerThread + kKernel - 1];
+#pragma unroll
+    for (int i = 0; i < kGluOutputsPerThread + kKernel - 1; ++i) {
+      window[i] = gated[(first + i) * kGluChannelTile + lane_c];
     }
-    if (bias != nullptr) acc = __fadd_rn(acc, channel_bias);
-    out[(b * out_length + t) * channels + c] = from_float<T>(acc);
+    float w[kKernel];
+#pragma unroll
+    for (int k = 0; k < kKernel; ++k) w[k] = taps[k * kGluChannelTile + lane_c];
+#pragma unroll
+    for (int o = 0; o < kGluOutputsPerThread; ++o) {
+      const int t = t0 + first + o;
+      if (t >= out_length) break;
+      float acc = 0.0f;
+#pragma unroll
+      for (int k = 0; k < kKernel; ++k) {
+        const int source = t + k - pad_left;
+        if (source < 0 || source >= length) continue;  // zero padding: no term
+        acc = __fadd_rn(acc, __fmul_rn(w[k], window[o + k]));
+      }
+      if (bias != nullptr) acc = __fadd_rn(acc, channel_bias);
+      out[(b * out_length + t) * channels + c] = from_float<T>(acc);
+    }
+  } else {
+    for (int local = static_cast<int>(threadIdx.x) / kGluChannelTile; local < kGluTimeTile;
+         local += kGluThreads / kGluChannelTile) {
+      const int t = t0 + local;
+      if (t >= out_length) break;
+      float acc = 0.0f;
+      for (int k = 0; k < kernel; ++k) {
+        const int source = t + k - pad_left;
+        if (source < 0 || source >= length) continue;  // zero padding: no term
+        acc = __fadd_rn(acc, __fmul_rn(taps[k * kGluChannelTile + lane_c],
+                                       gated[(local + k) * kGluChannelTile + lane_c]));
+      }
+      if (bias != nullptr) acc = __fadd_rn(acc, channel_bias);
+      out[(b * out_length + t) * channels + c] = from_float<T>(acc);
+    }
   }
 }
 
@@ -113,10 +147,18 @@ void glu_depthwise_conv1d_channels_last(const void* x, const void* weight, const
                   static_cast<unsigned int>(batch));
   dispatch_float(dtype, "glu_depthwise_conv1d_channels_last", [&](auto tag) {
     using T = decltype(tag);
-    glu_depthwise_channels_last_kernel<T><<<grid, kGluThreads, shared, current_stream()>>>(
-        static_cast<const T*>(x), static_cast<const T*>(weight), static_cast<const T*>(bias),
-        static_cast<T*>(out), static_cast<int>(length), static_cast<int>(channels),
-        static_cast<int>(kernel), static_cast<int>(pad_left), static_cast<int>(out_length));
+    const auto run = [&](auto body) {
+      body<<<grid, kGluThreads, shared, current_stream()>>>(
+          static_cast<const T*>(x), static_cast<const T*>(weight), static_cast<const T*>(bias),
+          static_cast<T*>(out), static_cast<int>(length), static_cast<int>(channels),
+          static_cast<int>(kernel), static_cast<int>(pad_left), static_cast<int>(out_length));
+    };
+    // 15 taps: the Conformer's convolution module (WeNet's cnn_module_kernel).
+    if (kernel == 15) {
+      run(glu_depthwise_channels_last_kernel<T, 15>);
+    } else {
+      run(glu_depthwise_channels_last_kernel<T, 0>);
+    }
   });
   check_launch("glu_depthwise_conv1d_channels_last");
 }
