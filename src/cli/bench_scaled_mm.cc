@@ -119,20 +119,19 @@ std::string shapes_argument(const std::vector<Shape>& shapes) {
   return text;
 }
 
-// The CPU baseline's lines, relayed; returns median_us by (impl, m, n, k).
-std::map<std::tuple<std::string, int64_t, int64_t, int64_t>, double> run_cpu_baseline(
-    const BenchScaledMMOptions& options, const std::vector<Shape>& shapes) {
-  OASR_CHECK(fs::exists(options.cpu_baseline_script), kNotFound, "baseline script ",
-             options.cpu_baseline_script,
-             " not found; run from the source directory or pass --no-baseline");
-  std::ostringstream command;
-  command << shell_quote(options.baseline_python) << " " << shell_quote(options.cpu_baseline_script)
-          << " --shapes " << shell_quote(shapes_argument(shapes)) << " --iters " << options.iters
-          << " --warmup " << options.warmup << " --threads " << ops::cpu_threads();
-  std::map<std::tuple<std::string, int64_t, int64_t, int64_t>, double> lines;
+// Median times of a baseline script's lines by (impl, m, n, k).
+using BaselineMedians = std::map<std::tuple<std::string, int64_t, int64_t, int64_t>, double>;
+
+// Runs `python script arguments`, relays its JSON lines and keeps each
+// line's median_us (the CUDA and the CPU baselines both print them so).
+BaselineMedians baseline_medians(const std::string& python, const std::string& script,
+                                 const std::string& arguments, const char* alternatives) {
+  OASR_CHECK(fs::exists(script), kNotFound, "baseline script ", script, " not found; ",
+             alternatives);
+  const std::string command = shell_quote(python) + " " + shell_quote(script) + " " + arguments;
+  BaselineMedians lines;
   const auto is_object = [](const nlohmann::json& line) { return line.is_object(); };
-  for (const nlohmann::json& line : run_baseline_script(command.str(), options.baseline_python,
-                                                        options.cpu_baseline_script, is_object)) {
+  for (const nlohmann::json& line : run_baseline_script(command, python, script, is_object)) {
     if (line.contains("median_us") && line["median_us"].is_number()) {
       lines[{line.value("impl", std::string()), line.value("m", int64_t{0}),
              line.value("n", int64_t{0}), line.value("k", int64_t{0})}] =
@@ -140,6 +139,15 @@ std::map<std::tuple<std::string, int64_t, int64_t, int64_t>, double> run_cpu_bas
     }
   }
   return lines;
+}
+
+BaselineMedians run_cpu_baseline(const BenchScaledMMOptions& options,
+                                 const std::vector<Shape>& shapes) {
+  std::ostringstream arguments;
+  arguments << "--shapes " << shell_quote(shapes_argument(shapes)) << " --iters " << options.iters
+            << " --warmup " << options.warmup << " --threads " << ops::cpu_threads();
+  return baseline_medians(options.baseline_python, options.cpu_baseline_script, arguments.str(),
+                          "run from the source directory or pass --no-baseline");
 }
 
 void run_bench_scaled_mm_cpu(const BenchScaledMMOptions& options) {
@@ -185,31 +193,17 @@ int parse_device_index(const std::string& device) {
   return parsed.index;
 }
 
-// Runs the PyTorch baseline and relays its JSON lines; returns median_us by
-// (impl, m, n, k).
-[[maybe_unused]] std::map<std::tuple<std::string, int64_t, int64_t, int64_t>, double> run_baseline(
-    const BenchScaledMMOptions& options, const std::vector<Shape>& shapes) {
-  OASR_CHECK(fs::exists(options.baseline_script), kNotFound, "baseline script ",
-             options.baseline_script,
-             " not found; run from the source directory, pass --baseline-script PATH, or "
-             "--no-baseline");
-  std::ostringstream command;
-  command << shell_quote(options.baseline_python) << " " << shell_quote(options.baseline_script)
-          << " --shapes " << shell_quote(shapes_argument(shapes)) << " --format "
-          << shell_quote(options.format) << " --iters " << options.iters << " --warmup "
-          << options.warmup << " --device " << shell_quote(options.device) << " --act "
-          << shell_quote(options.act);
-  std::map<std::tuple<std::string, int64_t, int64_t, int64_t>, double> lines;
-  const auto is_object = [](const nlohmann::json& line) { return line.is_object(); };
-  for (const nlohmann::json& line : run_baseline_script(command.str(), options.baseline_python,
-                                                        options.baseline_script, is_object)) {
-    if (line.contains("median_us") && line["median_us"].is_number()) {
-      lines[{line.value("impl", std::string()), line.value("m", int64_t{0}),
-             line.value("n", int64_t{0}), line.value("k", int64_t{0})}] =
-          line["median_us"].get<double>();
-    }
-  }
-  return lines;
+// The CUDA baseline (bench/torch_scaled_mm_bench.py) on the same shapes.
+[[maybe_unused]] BaselineMedians run_baseline(const BenchScaledMMOptions& options,
+                                              const std::vector<Shape>& shapes) {
+  std::ostringstream arguments;
+  arguments << "--shapes " << shell_quote(shapes_argument(shapes)) << " --format "
+            << shell_quote(options.format) << " --iters " << options.iters << " --warmup "
+            << options.warmup << " --device " << shell_quote(options.device) << " --act "
+            << shell_quote(options.act);
+  return baseline_medians(options.baseline_python, options.baseline_script, arguments.str(),
+                          "run from the source directory, pass --baseline-script PATH, or "
+                          "--no-baseline");
 }
 
 void run_bench_scaled_mm(const BenchScaledMMOptions& options) {

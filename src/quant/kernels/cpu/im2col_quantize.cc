@@ -9,7 +9,7 @@
 
 #include <algorithm>
 #include <cstring>
-#include <vector>
+#include <memory>
 
 #include "core/cpu_features.h"
 #include "ops/cpu_threads.h"
@@ -63,7 +63,9 @@ void im2col_quantize_int8(const float* x, const Im2colGeometry& g, float multipl
   if (rows == 0 || patch == 0) return;
   const int64_t plane = g.height * g.width;
   const int64_t pixel_bytes = g.channels;  // one code per channel
-  std::vector<int8_t> codes(static_cast<size_t>(g.batch * plane * g.channels));
+  // Every code is written by pass 1: no zero fill first.
+  const std::unique_ptr<int8_t[]> codes(
+      new int8_t[static_cast<size_t>(g.batch * plane * g.channels)]);
 #if defined(__x86_64__)
   const auto quantize_row =
       cpu_has(CpuIsa::kAvx2) ? quantize_row_channels_last_avx2 : quantize_row_channels_last_scalar;
@@ -77,7 +79,7 @@ void im2col_quantize_int8(const float* x, const Im2colGeometry& g, float multipl
                           const int64_t b = r / g.height, iy = r % g.height;
                           quantize_row(x + (b * g.channels * g.height + iy) * g.width, plane,
                                        g.channels, g.width, multiplier,
-                                       codes.data() + r * g.width * g.channels);
+                                       codes.get() + r * g.width * g.channels);
                         }
                       });
   // Pass 2: each patch row copies kernel_h * kernel_w channel runs.
@@ -94,7 +96,7 @@ void im2col_quantize_int8(const float* x, const Im2colGeometry& g, float multipl
           if (iy < 0 || iy >= g.height || ix < 0 || ix >= g.width) {
             std::memset(run, 0, static_cast<size_t>(pixel_bytes));
           } else {
-            std::memcpy(run, codes.data() + ((b * g.height + iy) * g.width + ix) * pixel_bytes,
+            std::memcpy(run, codes.get() + ((b * g.height + iy) * g.width + ix) * pixel_bytes,
                         static_cast<size_t>(pixel_bytes));
           }
         }

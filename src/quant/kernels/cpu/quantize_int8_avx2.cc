@@ -10,7 +10,7 @@
 
 #include "core/activations_avx2.h"
 #include "core/error.h"
-#include "ops/cpu/worker_pool.h"
+#include "ops/cpu_threads.h"
 #include "quant/kernels/cpu/int8_gemm_x86.h"
 #include "quant/kernels/cpu/scaled_mm_int8_avx2.h"
 #include "quant/numerics.h"
@@ -87,22 +87,15 @@ OASR_AVX2_TARGET void quantize_static_row(const float* x, const float* multiplie
   for (; j < k; ++j) q[j] = quantize_int8(x[j] * multiplier[j]);
 }
 
-// Rows over the lane's threads in chunks of about kElementsPerTask
-// (smaller inputs are not worth a wake-up). Rows are independent.
+// Rows over the worker pool in chunks of about kElementsPerTask (rows are
+// independent, so the split changes no bit).
 template <typename RowFn>
 void for_rows(int64_t m, int64_t k, const RowFn& row_fn) {
   constexpr int64_t kElementsPerTask = 16384;
   const int64_t rows_per_task = std::max<int64_t>(1, kElementsPerTask / std::max<int64_t>(k, 1));
-  const int64_t tasks = (m + rows_per_task - 1) / rows_per_task;
-  auto rows = [&](int64_t task) {
-    const int64_t end = std::min(m, (task + 1) * rows_per_task);
-    for (int64_t row = task * rows_per_task; row < end; ++row) row_fn(row);
-  };
-  if (tasks < 4) {
-    for (int64_t task = 0; task < tasks; ++task) rows(task);
-    return;
-  }
-  ops::cpu::shared_worker_pool()->run(tasks, rows);
+  ops::for_row_chunks(m, k, rows_per_task, /*parallel=*/true, [&](int64_t begin, int64_t count) {
+    for (int64_t row = begin; row < begin + count; ++row) row_fn(row);
+  });
 }
 
 }  // namespace
