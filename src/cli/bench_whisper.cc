@@ -212,6 +212,8 @@ void run_bench_whisper(const BenchWhisperOptions& options) {
   line["encoder_s"] = round3(stats.encoder_seconds / calls);
   line["decode_steps"] = static_cast<double>(stats.decode_steps) / calls;
   line["search_s"] = round3(stats.search_seconds / calls);
+  line["decode_graph_replays"] = static_cast<double>(stats.graph_replays) / calls;
+  line["decode_graph_recordings"] = static_cast<double>(stats.graph_recordings) / calls;
   if (stats.decode_steps > 0) {
     line["ms_per_decode_step"] =
         round3(1000.0 * stats.search_seconds / static_cast<double>(stats.decode_steps));

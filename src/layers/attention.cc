@@ -295,33 +295,43 @@ Tensor MultiHeadAttention::forward(const GemmInput& query, const GemmInput& memo
 Tensor MultiHeadAttention::in_place_attention(const Tensor& q, const Tensor& keys,
                                               const Tensor& values, const Tensor& key_scales,
                                               const Tensor& value_scales, int64_t key_count,
-                                              bool causal) const {
+                                              bool causal, const Tensor& key_rows,
+                                              const Tensor& past_tokens) const {
   if (!env::fused_attention_enabled() || scaling_ != ScoreScaling::kQuery) return Tensor();
-  const ops::CachedAttentionInputs in{q.view({q.size(0), q.size(1), heads_, head_dim_}),
-                                      keys,
-                                      values,
-                                      key_scales,
-                                      value_scales,
-                                      key_count,
-                                      causal};
+  ops::CachedAttentionInputs in{q.view({q.size(0), q.size(1), heads_, head_dim_}),
+                                keys,
+                                values,
+                                key_scales,
+                                value_scales,
+                                key_count,
+                                causal,
+                                key_rows,
+                                past_tokens};
   if (!ops::cached_attention_fusable(in)) return Tensor();  // e.g. off CUDA
   return out_->forward(ops::cached_attention(in));
 }
 
-Tensor MultiHeadAttention::forward_cached(const Tensor& x, KvCache& cache, int64_t layer) const {
+Tensor MultiHeadAttention::forward_cached(const Tensor& x, KvCache& cache, int64_t layer,
+                                          const Tensor& past_tokens) const {
   check_input(x.shape(), "input");
   const int64_t steps = x.size(1);
   // [R, n, D] is already the cache's [row][token][head][head_dim] order.
-  cache.append(layer, key_->forward(x), value_->forward(x));
+  cache.append(layer, key_->forward(x), value_->forward(x), past_tokens);
   const Tensor q = project_query(x);
   {
     // The fused kernel reads the store where it is (e4m3 codes included):
-    // no copy of the cache per step (ops/cached_attention.h).
+    // no copy of the cache per step (ops/cached_attention.h). With
+    // past_tokens it counts the keys on the device, bounded by the capacity.
     const KvCache::Stored s = cache.stored(layer);
-    const Tensor fused = in_place_attention(q, s.keys, s.values, s.key_scales, s.value_scales,
-                                            cache.tokens(layer), true);
+    const Tensor fused =
+        in_place_attention(q, s.keys, s.values, s.key_scales, s.value_scales,
+                           past_tokens.defined() ? cache.capacity() : cache.tokens(layer), true,
+                           Tensor(), past_tokens);
     if (fused.defined()) return fused;
   }
+  OASR_CHECK(!past_tokens.defined(), kInternal, path(),
+             ": a step position on the device needs the fused cached attention (CUDA, head_dim ",
+             "64, OASR_FUSED_ATTENTION on); the caller must not pass one otherwise");
   const KvCache::View kv = cache.read(layer);
   const int64_t keys = kv.keys.size(2);
   Tensor mask;
@@ -344,7 +354,8 @@ std::pair<Tensor, Tensor> MultiHeadAttention::project_memory(const GemmInput& me
 }
 
 Tensor MultiHeadAttention::forward_cross(const Tensor& x, const AttentionMemory& memory,
-                                         std::span<const int64_t> cross_rows) const {
+                                         std::span<const int64_t> cross_rows,
+                                         const Tensor& device_rows) const {
   check_input(x.shape(), "input");
   const int64_t rows = x.size(0);
   const int64_t steps = x.size(1);
@@ -383,12 +394,13 @@ Tensor MultiHeadAttention::forward_cross(const Tensor& x, const AttentionMemory&
   for (int64_t r = 0; folded && r < rows; ++r) {
     folded = cross_rows[static_cast<size_t>(r)] == r / per_row;
   }
-  if (folded) {
-    // Row r reads memory row r / per_row: the in-place kernel's own mapping.
+  if (folded || device_rows.defined()) {
+    // Row r reads memory row r / per_row (the in-place kernel's own
+    // mapping), or the row device_rows names (any mapping).
     const auto tokens_major = [](const Tensor& t) { return t.defined() ? t.transpose(1, 2) : t; };
     const Tensor fused = in_place_attention(
         q, tokens_major(memory.keys), tokens_major(memory.values), tokens_major(memory.key_scales),
-        tokens_major(memory.value_scales), stored_keys.size(2), false);
+        tokens_major(memory.value_scales), stored_keys.size(2), false, device_rows);
     if (fused.defined()) return fused;
   }
   // The other paths read the served dtype: the values the kernel reads,

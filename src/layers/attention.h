@@ -84,7 +84,12 @@ class MultiHeadAttention : public Module {
   // Causal self-attention over `cache`: x [R, n, D] holds n new positions per
   // row; their keys and values are appended to `layer` of the cache, and
   // query i attends the keys up to its own position.
-  Tensor forward_cached(const Tensor& x, KvCache& cache, int64_t layer) const;
+  // past_tokens (optional): the cache's length() as an int32 [1] on the
+  // device, which the append and the attention then read there (a recorded
+  // device graph replays later steps with it refreshed). It needs the fused
+  // kernel (CUDA, OASR_FUSED_ATTENTION on) and is refused without it.
+  Tensor forward_cached(const Tensor& x, KvCache& cache, int64_t layer,
+                        const Tensor& past_tokens = Tensor()) const;
   // Cross-attention memory, computed once per utterance: keys and values
   // [B, heads, T, head_dim] of an encoder output [B, T, D].
   std::pair<Tensor, Tensor> project_memory(const GemmInput& memory) const;
@@ -93,8 +98,13 @@ class MultiHeadAttention : public Module {
   // through one product per head, so R beams over one utterance never copy
   // its keys. fp8 memory is read in place by the CUDA kernel, and
   // dequantized (ops/kv_fp8.h) for the other paths.
+  // device_rows (optional): cross_rows as an int64 [R] on the device, so the
+  // fused kernel serves any mapping in one launch whose kernels do not
+  // depend on it (a recorded device graph; greedy search after finished
+  // rows left).
   Tensor forward_cross(const Tensor& x, const AttentionMemory& memory,
-                       std::span<const int64_t> cross_rows) const;
+                       std::span<const int64_t> cross_rows,
+                       const Tensor& device_rows = Tensor()) const;
 
   // A decoder step has a few rows (beams x utterances x new tokens): the
   // projections that see only a step's new tokens run the CPU row-dot linear
@@ -109,9 +119,11 @@ class MultiHeadAttention : public Module {
   // projection, where it serves them (CUDA, the score scale in the query,
   // OASR_FUSED_ATTENTION on, the kernel's shapes); else undefined, and the
   // caller runs the unfused products.
+  // key_rows / past_tokens: ops::CachedAttentionInputs' (optional).
   Tensor in_place_attention(const Tensor& q, const Tensor& keys, const Tensor& values,
                             const Tensor& key_scales, const Tensor& value_scales, int64_t key_count,
-                            bool causal) const;
+                            bool causal, const Tensor& key_rows = Tensor(),
+                            const Tensor& past_tokens = Tensor()) const;
   // The query projection, times the score scale where the spec puts it
   // there: [B, T, D].
   Tensor project_query(const GemmInput& x) const;

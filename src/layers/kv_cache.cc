@@ -7,6 +7,7 @@
 #include "core/error.h"
 #include "ops/embedding.h"
 #include "ops/kv_fp8.h"
+#include "ops/step_tokens.h"
 
 namespace oasr::layers {
 
@@ -92,7 +93,8 @@ int64_t KvCache::tokens(int64_t layer) const {
   return layer_tokens_[static_cast<size_t>(layer)];
 }
 
-void KvCache::append(int64_t layer, const Tensor& keys, const Tensor& values) {
+void KvCache::append(int64_t layer, const Tensor& keys, const Tensor& values,
+                     const Tensor& past_tokens) {
   check_layer(layer, "append");
   const int64_t rows = layout_.rows;
   const int64_t width = token_elements();
@@ -118,6 +120,24 @@ void KvCache::append(int64_t layer, const Tensor& keys, const Tensor& values) {
              layout_.capacity_tokens,
              " tokens; create the cache with a larger capacity (or stop decoding earlier)");
   if (n == 0) return;
+  if (past_tokens.defined() && !host_f32()) {
+    OASR_CHECK(
+        start == length_, kInternal, "KV cache append (layer ", layer,
+        "): a position on the device stands for the committed length, but the layer already ",
+        "holds ", start - length_, " uncommitted tokens");
+    const Shape shape = {rows, n, layout_.heads, layout_.head_dim};
+    if (layout_.fp8) {
+      ops::quantize_pow2_e4m3_at(keys.reshape(shape), layer_view(keys_, layer),
+                                 layer_view(key_scales_, layer), past_tokens);
+      ops::quantize_pow2_e4m3_at(values.reshape(shape), layer_view(values_, layer),
+                                 layer_view(value_scales_, layer), past_tokens);
+    } else {
+      ops::write_tokens_at(keys.reshape(shape), layer_view(keys_, layer), past_tokens);
+      ops::write_tokens_at(values.reshape(shape), layer_view(values_, layer), past_tokens);
+    }
+    layer_tokens_[static_cast<size_t>(layer)] = start + n;
+    return;
+  }
   if (layout_.fp8) {
     const Shape shape = {rows, n, layout_.heads, layout_.head_dim};
     for (auto [x, store, scales] :
@@ -190,6 +210,27 @@ void KvCache::commit() {
 }
 
 void KvCache::rollback() {
+  std::fill(layer_tokens_.begin(), layer_tokens_.end(), length_);
+}
+
+void KvCache::advance(int64_t n) {
+  OASR_CHECK(std::all_of(layer_tokens_.begin(), layer_tokens_.end(),
+                         [&](int64_t t) { return t == length_; }),
+             kInvalidArgument,
+             "KV cache advance: the current step has uncommitted tokens; commit() or rollback() "
+             "first");
+  OASR_CHECK(n >= 0 && length_ + n <= layout_.capacity_tokens, kInvalidArgument,
+             "KV cache is full: it holds ", length_, " tokens and ", n,
+             " more would exceed its capacity of ", layout_.capacity_tokens,
+             " tokens; create the cache with a larger capacity (or stop decoding earlier)");
+  length_ += n;
+  std::fill(layer_tokens_.begin(), layer_tokens_.end(), length_);
+}
+
+void KvCache::truncate(int64_t tokens) {
+  OASR_CHECK(tokens >= 0 && tokens <= length_, kInvalidArgument, "KV cache truncate: ", tokens,
+             " tokens asked to be kept of the ", length_, " it holds (keep 0..", length_, ")");
+  length_ = tokens;
   std::fill(layer_tokens_.begin(), layer_tokens_.end(), length_);
 }
 

@@ -69,7 +69,14 @@ class KvCache {
   // committed ones plus any appended earlier in this step). keys / values:
   // [rows, n, heads, head_dim] or [rows, n, heads * head_dim] in the storage
   // dtype, on the storage device. Refuses a write past the capacity, naming it.
-  void append(int64_t layer, const Tensor& keys, const Tensor& values);
+  //
+  // past_tokens (optional, a device store only): length() as an int32 [1] on
+  // the storage device; the write then reads its position there (ops/
+  // step_tokens.h), so a recorded device graph replays the step at the
+  // position of each later step. Only a layer's first append of a step may
+  // pass it (the position is the committed length).
+  void append(int64_t layer, const Tensor& keys, const Tensor& values,
+              const Tensor& past_tokens = Tensor());
 
   // Tokens [0, tokens(layer)) of `layer` as [rows, heads, tokens, head_dim]
   // in the storage dtype (contiguous, one batched GEMM operand per row and
@@ -100,6 +107,15 @@ class KvCache {
   void commit();
   // Forgets what was appended since the last commit (a failed step).
   void rollback();
+  // The host's count after a replayed device graph wrote n tokens to every
+  // layer (appended and committed on the device): length() += n. Refuses n
+  // past the capacity, and a step with uncommitted tokens.
+  void advance(int64_t n);
+  // Keeps the first `tokens` committed tokens (0 <= tokens <= length()) and
+  // forgets the rest, committed or not: a device graph's recording runs the
+  // host's side of a step (this count included) without running its kernels,
+  // so a recording that is declined steps back before the step runs eagerly.
+  void truncate(int64_t tokens);
   // Empties the cache for the next utterance (the storage stays reserved).
   void clear();
 

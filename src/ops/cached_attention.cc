@@ -89,21 +89,31 @@ struct Operand {
   }
 };
 
+// L of the definition for the last query: key_count, or the host copy of
+// past_tokens plus n, clamped to [n, key_count] as the kernel clamps it.
+int64_t seen_keys(const CachedAttentionInputs& in) {
+  if (!in.past_tokens.defined()) return in.key_count;
+  const int64_t n = in.query.size(1);
+  const int64_t past = in.past_tokens.data<int32_t>()[0];
+  return std::clamp<int64_t>(past + n, n, in.key_count);
+}
+
 void cached_attention_cpu(const CachedAttentionInputs& in, Tensor& out) {
   const Tensor& q = in.query;
   const DType dtype = q.dtype();
   const int64_t rows = q.size(0), n = q.size(1), heads = q.size(2), d = q.size(3);
   const int64_t per_key_row = rows / in.keys.size(0);
+  const int64_t key_count = seen_keys(in);
   const Operand keys{in.keys, in.key_scales, dtype};
   const Operand values{in.values, in.value_scales, dtype};
   const auto& qs = q.strides();
   std::vector<float> query(static_cast<size_t>(d));
-  std::vector<float> e(static_cast<size_t>(in.key_count));
+  std::vector<float> e(static_cast<size_t>(key_count));
   std::vector<std::vector<float>> groups(kValueGroups, std::vector<float>(static_cast<size_t>(d)));
   for (int64_t r = 0; r < rows; ++r) {
-    const int64_t b = r / per_key_row;
+    const int64_t b = in.key_rows.defined() ? in.key_rows.data<int64_t>()[r] : r / per_key_row;
     for (int64_t i = 0; i < n; ++i) {
-      const int64_t seen = in.causal ? in.key_count - n + i + 1 : in.key_count;
+      const int64_t seen = in.causal ? key_count - n + i + 1 : key_count;
       for (int64_t h = 0; h < heads; ++h) {
         for (int64_t c = 0; c < d; ++c) {
           query[static_cast<size_t>(c)] =
@@ -173,7 +183,7 @@ std::string cached_attention_refusal(const CachedAttentionInputs& in) {
   }
   const int64_t rows = q.size(0), n = q.size(1), heads = q.size(2), d = q.size(3);
   const int64_t key_rows = in.keys.size(0);
-  if (key_rows < 1 || rows % key_rows != 0) {
+  if (key_rows < 1 || (!in.key_rows.defined() && rows % key_rows != 0)) {
     return "the query rows (" + std::to_string(rows) + ") must be a multiple of the key rows (" +
            std::to_string(key_rows) + ")";
   }
@@ -185,6 +195,26 @@ std::string cached_attention_refusal(const CachedAttentionInputs& in) {
              std::to_string(d) + "], got " + shape_str(t->shape());
     }
     if (t->device() != q.device()) return "keys and values must be on the query's device";
+  }
+  if (in.key_rows.defined() && (in.key_rows.dtype() != DType::kI64 || in.key_rows.dim() != 1 ||
+                                in.key_rows.size(0) != rows || !in.key_rows.is_contiguous() ||
+                                in.key_rows.device() != q.device())) {
+    return "key_rows must be a contiguous int64 [" + std::to_string(rows) +
+           "] on the query's device";
+  }
+  if (in.key_rows.defined() && q.device().is_cpu()) {
+    for (int64_t r = 0; r < rows; ++r) {
+      const int64_t b = in.key_rows.data<int64_t>()[r];
+      if (b < 0 || b >= key_rows) {
+        return "key_rows[" + std::to_string(r) + "] = " + std::to_string(b) +
+               " is not a key row (0.." + std::to_string(key_rows - 1) + ")";
+      }
+    }
+  }
+  if (in.past_tokens.defined() &&
+      (!in.causal || in.past_tokens.dtype() != DType::kI32 || in.past_tokens.numel() != 1 ||
+       in.past_tokens.device() != q.device())) {
+    return "past_tokens must be an int32 [1] on the query's device, with causal attention";
   }
   if (in.key_count < 1 || (in.causal && in.key_count < n)) {
     return "key_count (" + std::to_string(in.key_count) + ") must be at least 1" +

@@ -22,12 +22,15 @@
 //                       / sum)
 //
 // with b = r / (R / B) the key row of query row r (beam search: the K beams of
-// an utterance read its one encoder row). The CPU body computes exactly this
-// and the CUDA body (ops/cuda/cached_attention.h) in the same order, so they
-// give the same bits; an fp8 store gives the same bits as the served-dtype
-// store that holds its dequantized values. Each (r, h, i) reads only its own
-// keys [0, L), so a row's result does not depend on its neighbours (batch
-// invariance).
+// an utterance read its one encoder row), or b = key_rows[r] where a row map
+// is given (greedy search after finished rows left). With past_tokens, L
+// counts from the int32 the tensor holds where the kernel runs (causal only:
+// key_count is then past_tokens[0] + n), so a recorded device graph replays
+// each decoder step with that step's count (core/device_graph.h). The CPU body computes exactly
+// this and the CUDA body (ops/cuda/cached_attention.h) in the same order, so they give the same
+// bits; an fp8 store gives the same bits as the served-dtype store that holds its dequantized
+// values. Each (r, h, i) reads only its own keys [0, L), so a row's result does not depend on its
+// neighbours (batch invariance).
 #pragma once
 
 #include <cstdint>
@@ -46,6 +49,15 @@ struct CachedAttentionInputs {
   Tensor value_scales;  // same
   int64_t key_count = 0;
   bool causal = false;  // query i of n sits at position key_count - n + i
+  // Optional int64 [R] on the query's device: the key row of each query row
+  // (any mapping; the caller checks its values lie in [0, B)).
+  Tensor key_rows;
+  // Optional int32 [1] on the query's device (causal only): the tokens before
+  // this step's n, read when the attention runs. key_count then only bounds
+  // it: the keys and values hold key_count >= past_tokens[0] + n tokens (a
+  // count beyond that bound is clamped to it, so a bad count cannot read
+  // outside the store).
+  Tensor past_tokens;
 };
 
 // Empty when the inputs follow the definition's shapes and dtypes, else the

@@ -57,8 +57,34 @@ Tensor embedding(const Tensor& ids, const Tensor& table) {
         const Tensor rows_on_device =
             Tensor::from_vector(rows, {static_cast<int64_t>(rows.size())}).to(device);
         cuda::embedding(rows_on_device.data<int64_t>(), static_cast<int64_t>(rows.size()),
-                        table_c.raw_data(), features, out.raw_data(), table.dtype(),
+                        table_c.raw_data(), vocab, features, out.raw_data(), table.dtype(),
                         on.device_index);
+      });
+  return out;
+}
+
+Tensor embedding_device_ids(const Tensor& ids, const Tensor& table) {
+  constexpr const char* kOp = "embedding_device_ids";
+  detail::check_defined(kOp, "ids", ids);
+  detail::check_defined(kOp, "table", table);
+  const Device device = detail::serving_device(kOp, {{"ids", ids}, {"table", table}});
+  if (device.is_cpu()) return embedding(ids, table);  // the host reads its ids anyway
+  OASR_CHECK(ids.dtype() == DType::kI64, kInvalidArgument, kOp, ": ids must be int64, got ",
+             dtype_name(ids.dtype()));
+  detail::check_float(kOp, "table", table, device);
+  detail::check_rank(kOp, "table", table, 2);
+  const int64_t vocab = table.size(0);
+  const int64_t features = table.size(1);
+  Shape out_shape = ids.shape();
+  out_shape.push_back(features);
+  Tensor out = Tensor::empty(out_shape, table.dtype(), device);
+  const Tensor ids_c = ids.contiguous();
+  const Tensor table_c = table.contiguous();
+  on_device(
+      kOp, device, [] {},
+      [&](auto on) {
+        cuda::embedding(ids_c.data<int64_t>(), ids_c.numel(), table_c.raw_data(), vocab, features,
+                        out.raw_data(), table.dtype(), on.device_index);
       });
   return out;
 }

@@ -12,4 +12,12 @@ namespace oasr::ops {
 // naming it, its position and V.
 Tensor embedding(const Tensor& ids, const Tensor& table);
 
+// The same gather for int64 ids on a device whose range the caller has
+// established (token ids checked on the host before they moved, positions
+// computed in range): the ids are not copied back for the check, so a
+// recorded device graph can hold the gather (ops/step_tokens.h). The device
+// body clamps an id outside [0, V) into it rather than read outside the
+// table. On the CPU it is embedding().
+Tensor embedding_device_ids(const Tensor& ids, const Tensor& table);
+
 }  // namespace oasr::ops

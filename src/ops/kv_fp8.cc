@@ -78,6 +78,50 @@ void quantize_pow2_e4m3_into(const Tensor& x, Tensor codes, Tensor scales) {
       });
 }
 
+void quantize_pow2_e4m3_at(const Tensor& x, Tensor codes, Tensor scales,
+                           const Tensor& past_tokens) {
+  constexpr const char* kOp = "quantize_pow2_e4m3_at";
+  detail::check_defined(kOp, "x", x);
+  detail::check_defined(kOp, "past_tokens", past_tokens);
+  detail::check_rank(kOp, "x", x, 4);
+  detail::check_defined(kOp, "codes", codes);
+  detail::check_defined(kOp, "scales", scales);
+  const Device device = detail::serving_device(
+      kOp, {{"x", x}, {"codes", codes}, {"scales", scales}, {"past_tokens", past_tokens}});
+  OASR_CHECK(past_tokens.dtype() == DType::kI32 && past_tokens.numel() == 1, kInvalidArgument, kOp,
+             ": past_tokens must be int32 [1], got ", past_tokens.str());
+  const int64_t n = x.size(1);
+  OASR_CHECK(codes.dim() == 4 && scales.dim() == 4 && codes.size(0) == x.size(0) &&
+                 codes.size(1) >= n && scales.size(1) == codes.size(1),
+             kInvalidArgument, kOp, ": codes and scales must be stores [", x.size(0),
+             ", capacity >= ", n, ", H, *], got ", shape_str(codes.shape()), " and ",
+             shape_str(scales.shape()));
+  on_device(
+      kOp, device,
+      [&] {
+        const int64_t at = past_tokens.data<int32_t>()[0];
+        OASR_CHECK(at >= 0 && at + n <= codes.size(1), kInvalidArgument, kOp, ": tokens ", at, "..",
+                   at + n - 1, " are outside the store's ", codes.size(1), " tokens");
+        quantize_pow2_e4m3_into(x, codes.narrow(1, at, n), scales.narrow(1, at, n));
+      },
+      [&](auto) {
+        // The shapes and strides quantize_pow2_e4m3_into checks, for the
+        // whole store (the window's position is known on the device only).
+        const Tensor x_c = x.contiguous();
+        OASR_CHECK(
+            codes.narrow(1, 0, n).shape() == x.shape() && codes.strides()[3] == 1 &&
+                codes.strides()[2] == x.size(3) && codes.strides()[1] == x.size(2) * x.size(3) &&
+                scales.shape() == Shape({x.size(0), codes.size(1), x.size(2), 1}) &&
+                scales.strides()[2] == 1 && scales.strides()[1] == x.size(2) &&
+                codes.dtype() == DType::kU8 && scales.dtype() == DType::kF32,
+            kInvalidArgument, kOp, ": codes must be a uint8 store [", x.size(0), ", *, ", x.size(2),
+            ", ", x.size(3), "] and scales a float32 store [", x.size(0), ", *, ", x.size(2),
+            ", 1], each row's tokens contiguous, got ", codes.str(), " and ", scales.str());
+        detail::check_float(kOp, "x", x, device);
+        cuda::quantize_pow2_e4m3_rows_at(x_c, codes, scales, past_tokens);
+      });
+}
+
 Tensor dequantize_pow2_e4m3(const Tensor& codes, const Tensor& scales, DType dtype) {
   constexpr const char* kOp = "dequantize_pow2_e4m3";
   detail::check_defined(kOp, "codes", codes);

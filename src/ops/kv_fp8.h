@@ -35,6 +35,14 @@ Pow2E4m3 quantize_pow2_e4m3(const Tensor& x);
 // quantize_pow2_e4m3 followed by two copies, in one kernel on CUDA.
 void quantize_pow2_e4m3_into(const Tensor& x, Tensor codes, Tensor scales);
 
+// The same into whole stores, codes uint8 [R, capacity, H, D] and scales
+// float32 [R, capacity, H, 1], at tokens [p, p + n) with p = past_tokens[0],
+// an int32 [1] on the stores' device read where the write runs: a recorded
+// device graph replays each decoder step at its own position. The CPU body
+// refuses a window outside the store; the CUDA body skips what falls outside
+// (the KV cache refuses such a step on the host before it runs).
+void quantize_pow2_e4m3_at(const Tensor& x, Tensor codes, Tensor scales, const Tensor& past_tokens);
+
 // codes uint8 [N, D] and scales float32 [N] on one device -> [N, D] of `dtype`.
 Tensor dequantize_pow2_e4m3(const Tensor& codes, const Tensor& scales, DType dtype);
 

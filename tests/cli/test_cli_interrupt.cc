@@ -109,7 +109,9 @@ TEST(CliInterrupt, ASignalDuringTheWriteLeavesNoStagingFolder) {
     expect_whole_or_nothing(dir.path(), destination,
                             "signal " + std::to_string(signal) + (signaled ? " (died of it)" : "") +
                                 ", status " + std::to_string(code));
-    if (signaled) EXPECT_FALSE(fs::exists(destination)) << "interrupted, yet the result is there";
+    if (signaled) {
+      EXPECT_FALSE(fs::exists(destination)) << "interrupted, yet the result is there";
+    }
   }
   std::cout << "interrupted " << caught << " runs in their write phase\n";
   EXPECT_GE(caught, 1) << "no run was interrupted while writing (the write phase was never seen)";

@@ -126,7 +126,9 @@ ops::CachedAttentionInputs self_inputs(const SelfCase& c, DType dtype, uint64_t 
           Tensor(),
           Tensor(),
           c.key_count,
-          true};
+          true,
+          Tensor(),
+          Tensor()};
 }
 
 // Cross-attention: R rows in groups of R / B over B memory rows of T
@@ -140,7 +142,9 @@ ops::CachedAttentionInputs cross_inputs(int64_t rows, int64_t memory_rows, int64
           Tensor(),
           Tensor(),
           frames,
-          false};
+          false,
+          Tensor(),
+          Tensor()};
 }
 
 // The fp8 store of `served` (its keys and values quantized per vector), and
@@ -225,6 +229,98 @@ TEST(CachedAttention, RefusesMismatchedInputsByName) {
               std::string::npos)
         << e.what();
   }
+}
+
+// The row map and the device-held count (a recorded decoder step reads both
+// on the device), against what they stand for: query row r with a map gives
+// the bits of row r alone over the one key row it names; a step with
+// past_tokens p gives the bits of key_count p + n, and a count beyond the
+// bound is clamped to it. On the device too, against the CPU body.
+Tensor int_tensor(const std::vector<int64_t>& values, DType dtype, Device device) {
+  if (dtype == DType::kI32) {
+    const std::vector<int32_t> narrow(values.begin(), values.end());
+    return Tensor::from_vector(narrow, {static_cast<int64_t>(values.size())}).to(device);
+  }
+  return Tensor::from_vector(values, {static_cast<int64_t>(values.size())}).to(device);
+}
+
+void expect_row_map_and_count_follow_the_definition(Device device, DType dtype) {
+  const std::string where = std::string(device.is_cuda() ? "cuda " : "cpu ") + dtype_name(dtype);
+  // Cross-attention: 5 query rows over 3 memory rows, in no regular order.
+  const std::vector<int64_t> map = {2, 0, 2, 1, 0};
+  ops::CachedAttentionInputs cross = on(cross_inputs(5, 3, 40, dtype, 71), device);
+  cross.key_rows = int_tensor(map, DType::kI64, device);
+  const Tensor mapped = ops::cached_attention(cross);
+  for (int64_t r = 0; r < 5; ++r) {
+    ops::CachedAttentionInputs alone = cross;
+    alone.key_rows = Tensor();
+    alone.query = cross.query.narrow(0, r, 1);
+    alone.keys = cross.keys.narrow(0, map[static_cast<size_t>(r)], 1);
+    alone.values = cross.values.narrow(0, map[static_cast<size_t>(r)], 1);
+    expect_same_bits(mapped.narrow(0, r, 1), ops::cached_attention(alone),
+                     where + " mapped row " + std::to_string(r));
+  }
+  // Self-attention: 3 rows, 2 steps, a store of 40 tokens.
+  const ops::CachedAttentionInputs fixed = on(self_inputs({3, 2, 17, 40}, dtype, 73), device);
+  ops::CachedAttentionInputs counted = fixed;
+  counted.key_count = 40;
+  counted.past_tokens = int_tensor({15}, DType::kI32, device);
+  expect_same_bits(ops::cached_attention(counted), ops::cached_attention(fixed),
+                   where + " past_tokens 15 + 2 steps");
+  ops::CachedAttentionInputs whole = fixed;
+  whole.key_count = 40;
+  counted.past_tokens = int_tensor({60}, DType::kI32, device);
+  expect_same_bits(ops::cached_attention(counted), ops::cached_attention(whole),
+                   where + " past_tokens past the bound");
+  // The fp8 store reads its count the same way.
+  const Fp8Pair pair =
+      fp8_pair(on(self_inputs({3, 2, 17, 40}, dtype, 75), Device::cpu()), Device::cpu());
+  ops::CachedAttentionInputs fp8_counted = on(pair.fp8, device);
+  fp8_counted.key_count = 40;
+  fp8_counted.past_tokens = int_tensor({15}, DType::kI32, device);
+  expect_same_bits(ops::cached_attention(fp8_counted), ops::cached_attention(pair.fp8),
+                   where + " fp8 past_tokens");
+}
+
+TEST(CachedAttention, RowMapAndDeviceCountFollowTheDefinition) {
+  for (const DType dtype : {DType::kF32, DType::kF16, DType::kBF16}) {
+    expect_row_map_and_count_follow_the_definition(Device::cpu(), dtype);
+  }
+}
+
+TEST(CachedAttention, CudaRowMapAndDeviceCountEqualTheCpuBody) {
+  OASR_SKIP_WITHOUT_CUDA();
+  const Device gpu = Device::cuda(0);
+  for (const DType dtype : {DType::kF32, DType::kF16, DType::kBF16}) {
+    expect_row_map_and_count_follow_the_definition(gpu, dtype);
+    ops::CachedAttentionInputs host = cross_inputs(5, 3, 1500, dtype, 77);
+    host.key_rows = int_tensor({1, 1, 0, 2, 2}, DType::kI64, Device::cpu());
+    ops::CachedAttentionInputs device = on(host, gpu);
+    device.key_rows = host.key_rows.to(gpu);
+    ASSERT_TRUE(ops::cached_attention_fusable(device)) << dtype_name(dtype);
+    expect_same_bits(ops::cached_attention(device), ops::cached_attention(host),
+                     std::string("cuda mapped cross ") + dtype_name(dtype));
+  }
+}
+
+TEST(CachedAttention, RefusesABadRowMapOrCount) {
+  ops::CachedAttentionInputs in = cross_inputs(4, 2, 10, DType::kF32, 3);
+  in.key_rows = int_tensor({0, 1, 2, 0}, DType::kI64, Device::cpu());
+  EXPECT_NE(ops::cached_attention_refusal(in).find("key_rows[2] = 2 is not a key row"),
+            std::string::npos)
+      << ops::cached_attention_refusal(in);
+  in.key_rows = int_tensor({0, 1, 1}, DType::kI64, Device::cpu());
+  EXPECT_NE(ops::cached_attention_refusal(in).find("key_rows must be a contiguous int64 [4]"),
+            std::string::npos);
+  in.key_rows = int_tensor({0, 1, 1, 0}, DType::kI32, Device::cpu());
+  EXPECT_NE(ops::cached_attention_refusal(in).find("key_rows must be"), std::string::npos);
+  in.key_rows = Tensor();
+  in.past_tokens = int_tensor({3}, DType::kI32, Device::cpu());
+  EXPECT_NE(ops::cached_attention_refusal(in).find("with causal attention"), std::string::npos);
+  ops::CachedAttentionInputs self = self_inputs({2, 1, 5, 8}, DType::kF32, 1);
+  self.past_tokens = int_tensor({3}, DType::kI64, Device::cpu());
+  EXPECT_NE(ops::cached_attention_refusal(self).find("past_tokens must be an int32 [1]"),
+            std::string::npos);
 }
 
 // The identity the fp8 KV cache promises: attention over e4m3 codes and

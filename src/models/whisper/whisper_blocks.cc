@@ -71,11 +71,13 @@ WhisperDecoderLayer::WhisperDecoderLayer(int64_t dim, int64_t heads, int64_t ffn
 
 Tensor WhisperDecoderLayer::forward(const Tensor& x, layers::KvCache& cache, int64_t layer,
                                     const layers::AttentionMemory& cross,
-                                    std::span<const int64_t> cross_rows) const {
-  const Tensor attended =
-      self_attn_->forward_cached(self_attn_layer_norm_->forward(x), cache, layer);
+                                    std::span<const int64_t> cross_rows,
+                                    const WhisperDeviceStep& device) const {
+  const Tensor attended = self_attn_->forward_cached(self_attn_layer_norm_->forward(x), cache,
+                                                     layer, device.past_tokens);
   const ops::AddLayerNormResult after_self = encoder_attn_layer_norm_->add_forward(attended, x);
-  const Tensor crossed = encoder_attn_->forward_cross(after_self.normalized, cross, cross_rows);
+  const Tensor crossed =
+      encoder_attn_->forward_cross(after_self.normalized, cross, cross_rows, device.cross_rows);
   const layers::LayerNorm::AddResult after_cross =
       final_layer_norm_->add_forward_to_gemm(crossed, after_self.sum);
   return ops::add(after_cross.sum, ffn_.forward(after_cross.normalized));

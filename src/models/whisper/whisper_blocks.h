@@ -40,6 +40,15 @@ class WhisperEncoderLayer : public Module {
   std::shared_ptr<layers::LayerNorm> final_layer_norm_;
 };
 
+// What a decoder step's kernels read on the device instead of taking the
+// host's values when they are launched, so that a recorded device graph
+// replays later steps with these tensors refreshed (core/device_graph.h,
+// models/whisper/whisper_model_step.h). Both undefined: the host's values.
+struct WhisperDeviceStep {
+  Tensor past_tokens;  // int32 [1]: the KV cache's length() (ops/step_tokens.h)
+  Tensor cross_rows;   // int64 [R]: the cross_rows of the step
+};
+
 // Causal self-attention (cached), cross-attention, feed-forward; each
 // pre-LN with a residual.
 class WhisperDecoderLayer : public Module {
@@ -50,7 +59,8 @@ class WhisperDecoderLayer : public Module {
   // this layer's cross-attention memory (layers::AttentionMemory), row r
   // reading cross_rows[r].
   Tensor forward(const Tensor& x, layers::KvCache& cache, int64_t layer,
-                 const layers::AttentionMemory& cross, std::span<const int64_t> cross_rows) const;
+                 const layers::AttentionMemory& cross, std::span<const int64_t> cross_rows,
+                 const WhisperDeviceStep& device = {}) const;
 
   const layers::MultiHeadAttention& encoder_attn() const { return *encoder_attn_; }
 

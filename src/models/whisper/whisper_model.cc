@@ -4,7 +4,9 @@
 
 #include "core/error.h"
 #include "ops/elementwise.h"
+#include "ops/embedding.h"
 #include "ops/kv_fp8.h"
+#include "ops/step_tokens.h"
 
 namespace oasr::models {
 namespace {
@@ -74,7 +76,8 @@ WhisperDecoder::WhisperDecoder(const WhisperConfig& config)
 
 Tensor WhisperDecoder::forward(const Tensor& tokens,
                                const std::vector<layers::AttentionMemory>& cross,
-                               std::span<const int64_t> cross_rows, layers::KvCache& cache) const {
+                               std::span<const int64_t> cross_rows, layers::KvCache& cache,
+                               const WhisperDeviceStep& device) const {
   const int64_t start = cache.length();
   const int64_t steps = tokens.size(1);
   OASR_CHECK(start + steps <= config_.max_target_positions, kInvalidArgument,
@@ -82,11 +85,26 @@ Tensor WhisperDecoder::forward(const Tensor& tokens,
              " exceed max_target_positions ", config_.max_target_positions,
              " (the learned position table); stop decoding at ", config_.max_target_positions,
              " tokens");
-  const Tensor positions = embed_positions_->param("weight").narrow(0, start, steps);
-  const Tensor ids = tokens.to(positions.device());
-  Tensor hidden = ops::add(embed_tokens_->forward(ids), positions.contiguous());
+  const Tensor& table = embed_positions_->param("weight");
+  // The same rows either way; the device's count keeps a replay's positions
+  // those of its own step.
+  Tensor hidden;
+  if (device.past_tokens.defined()) {
+    // A step a device graph may record: no id goes back to the host for its
+    // check (the step checked the tokens before they moved; the positions
+    // are in range by the cache's capacity).
+    const Tensor positions =
+        ops::embedding_device_ids(ops::positions_after(device.past_tokens, steps), table);
+    hidden =
+        ops::add(ops::embedding_device_ids(tokens.to(DType::kI64), embed_tokens_->param("weight")),
+                 positions);
+  } else {
+    const Tensor positions = table.narrow(0, start, steps).contiguous();
+    hidden = ops::add(embed_tokens_->forward(tokens.to(positions.device())), positions);
+  }
   for (size_t l = 0; l < layers_.size(); ++l) {
-    hidden = layers_[l]->forward(hidden, cache, static_cast<int64_t>(l), cross[l], cross_rows);
+    hidden =
+        layers_[l]->forward(hidden, cache, static_cast<int64_t>(l), cross[l], cross_rows, device);
   }
   return layer_norm_->forward(hidden);
 }
@@ -178,7 +196,8 @@ layers::KvCache WhisperModel::make_cache(int64_t rows, int64_t capacity_tokens) 
 }
 
 Tensor WhisperModel::decode(const Tensor& tokens, const CrossKv& cross,
-                            std::span<const int64_t> cross_rows, layers::KvCache& cache) const {
+                            std::span<const int64_t> cross_rows, layers::KvCache& cache,
+                            const WhisperDeviceStep& device) const {
   OASR_CHECK(tokens.defined() && tokens.dim() == 2 && tokens.size(1) > 0 &&
                  (tokens.dtype() == DType::kI64 || tokens.dtype() == DType::kI32),
              kInvalidArgument, "Whisper decode: tokens must be int64 [rows, n] with n >= 1, got ",
@@ -204,7 +223,7 @@ Tensor WhisperModel::decode(const Tensor& tokens, const CrossKv& cross,
   try {
     std::vector<layers::AttentionMemory> memory;
     for (int64_t l = 0; l < layers; ++l) memory.push_back(cross.layer(static_cast<size_t>(l)));
-    const Tensor hidden = decoder_->forward(tokens, memory, cross_rows, cache);
+    const Tensor hidden = decoder_->forward(tokens, memory, cross_rows, cache, device);
     Tensor logits = proj_out_->forward(hidden);
     cache.commit();
     return logits;

@@ -65,7 +65,8 @@ class WhisperDecoder : public Module {
   // at positions cache.length() .. + n - 1; appends to the cache but leaves
   // the commit to the caller.
   Tensor forward(const Tensor& tokens, const std::vector<layers::AttentionMemory>& cross,
-                 std::span<const int64_t> cross_rows, layers::KvCache& cache) const;
+                 std::span<const int64_t> cross_rows, layers::KvCache& cache,
+                 const WhisperDeviceStep& device = {}) const;
 
  private:
   WhisperConfig config_;
@@ -119,9 +120,11 @@ class WhisperModel : public Module {
   // cross_rows[r]; the tokens take positions cache.length() .. + n - 1 and are
   // appended to the cache (committed on success; a failed call leaves the
   // cache as it was). Returns logits [R, n, vocab_size] in the served dtype
-  // on the served device.
+  // on the served device. `device` (whisper_blocks.h): the position and
+  // cross rows as the kernels read them on the device, for a step recorded as
+  // a device graph (its past_tokens must hold cache.length()).
   Tensor decode(const Tensor& tokens, const CrossKv& cross, std::span<const int64_t> cross_rows,
-                layers::KvCache& cache) const;
+                layers::KvCache& cache, const WhisperDeviceStep& device = {}) const;
 
   const WhisperEncoder& encoder() const { return *encoder_; }
   const WhisperDecoder& decoder() const { return *decoder_; }

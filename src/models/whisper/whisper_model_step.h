@@ -4,8 +4,11 @@
 #pragma once
 
 #include <cstdint>
+#include <memory>
 #include <span>
 #include <vector>
+
+#include "core/device_graph_cache.h"
 
 #include "decode/whisper_search.h"
 #include "layers/kv_cache.h"
@@ -32,13 +35,25 @@ class WhisperModelStep final : public WhisperDecoderStep {
 
   const layers::KvCache& cache() const { return cache_; }
   int64_t calls() const { return calls_; }  // decoder calls so far (one per search step)
+  // What the step's CUDA graphs did so far (benchmarks, tests).
+  DeviceGraphCache::Stats graph_stats() const { return graphs_->stats(); }
 
  private:
+  // Where device graphs exist (CUDA) and the fused cached attention is on
+  // (OASR_FUSED_ATTENTION): a step's kernels read its
+  // position and cross rows on the device, and from a row count's second
+  // step on they run as one recorded graph (core/device_graph_cache.h;
+  // OASR_CUDA_GRAPHS=0 runs them eagerly, with the same bits).
+  bool device_step() const;
+
   const models::WhisperModel& model_;
   const models::WhisperModel::CrossKv& cross_;
   std::vector<int64_t> cross_rows_;
   layers::KvCache cache_;
   int64_t calls_ = 0;
+  // Graphs of this step's cache and cross memory only: their addresses are
+  // recorded, and both live as long as this object.
+  std::unique_ptr<DeviceGraphCache> graphs_ = std::make_unique<DeviceGraphCache>();
 };
 
 // Row layout of whisper_search for `batch` utterances and `beams` beams:

@@ -319,6 +319,9 @@ std::vector<decode::WhisperHypothesis> WhisperRecognizer::search_rows(
   const std::lock_guard<std::mutex> lock(stats_mutex_);
   stats_.decode_steps += step.calls();
   stats_.search_seconds += seconds;
+  const DeviceGraphCache::Stats graphs = step.graph_stats();
+  stats_.graph_replays += graphs.replayed;
+  stats_.graph_recordings += graphs.recorded;
   return out;
 }
 

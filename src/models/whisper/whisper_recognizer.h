@@ -132,6 +132,10 @@ class WhisperRecognizer final : public Recognizer {
     double encoder_seconds = 0.0;  // log-mel, encoder and cross K/V
     int64_t decode_steps = 0;
     double search_seconds = 0.0;
+    // Of the decoder steps on CUDA: those served by a graph replay, and the
+    // graphs recorded (models/whisper/whisper_model_step.h).
+    int64_t graph_replays = 0;
+    int64_t graph_recordings = 0;
   };
   DecodeStats decode_stats() const;
   void reset_decode_stats() const;

@@ -1,5 +1,6 @@
 #include "ops/cuda/cached_attention.h"
 
+#include <algorithm>
 #include <cfloat>
 
 #include "core/activations.h"
@@ -41,12 +42,21 @@ struct Operand {
 struct Args {
   Operand query, keys, values, key_scales, value_scales;
   void* out = nullptr;
+  const int64_t* key_rows = nullptr;     // the key row of each query row, or r / per_key_row
+  const int32_t* past_tokens = nullptr;  // the count read here (a graph replays each step's)
   int64_t per_key_row = 1;
   int steps = 1;
   int heads = 1;
-  int key_count = 0;
+  int key_count = 0;  // the keys seen, or their bound with past_tokens
   bool causal = false;
 };
+
+// L of the definition for the last query (ops/cached_attention.h): clamped to
+// [steps, key_count] with past_tokens, as the CPU body clamps it.
+__device__ __forceinline__ int seen_keys(const Args& a) {
+  if (a.past_tokens == nullptr) return a.key_count;
+  return min(max(*a.past_tokens + a.steps, a.steps), a.key_count);
+}
 
 template <typename T>
 __device__ __forceinline__ const T* element(const Operand& o, int64_t b, int64_t t, int64_t h) {
@@ -118,8 +128,9 @@ __global__ void __launch_bounds__(kThreads) cached_attention_kernel(Args a) {
   const int h = static_cast<int>(blockIdx.x);
   const int i = static_cast<int>(blockIdx.y);
   const int64_t r = blockIdx.z;
-  const int64_t b = r / a.per_key_row;
-  const int seen = a.causal ? a.key_count - a.steps + i + 1 : a.key_count;
+  const int64_t b = a.key_rows != nullptr ? a.key_rows[r] : r / a.per_key_row;
+  const int key_count = seen_keys(a);
+  const int seen = a.causal ? key_count - a.steps + i + 1 : key_count;
   const int t = static_cast<int>(threadIdx.x);
   const int lane = t % 32;
   if (t < kHeadDim) query[t] = to_float(element<T>(a.query, r, i, h)[t]);
@@ -180,7 +191,9 @@ void cached_attention(const CachedAttentionInputs& in, const Tensor& out) {
   a.key_scales = operand(in.key_scales);
   a.value_scales = operand(in.value_scales);
   a.out = out.raw_data();
-  a.per_key_row = q.size(0) / in.keys.size(0);
+  a.per_key_row = std::max<int64_t>(q.size(0) / in.keys.size(0), 1);
+  if (in.key_rows.defined()) a.key_rows = in.key_rows.data<int64_t>();
+  if (in.past_tokens.defined()) a.past_tokens = in.past_tokens.data<int32_t>();
   a.steps = static_cast<int>(q.size(1));
   a.heads = static_cast<int>(q.size(2));
   a.key_count = static_cast<int>(in.key_count);
