@@ -237,8 +237,8 @@ void add_norm_cases(Table& t) {
   }
   t.add("layer_norm", dims({3, 37, kModel}), "noaffine",
         {real({3, 37, kModel}), absent(), absent()}, Family::kNorm, layer_norm);
-  for (const Shape& shape :
-       {Shape{2, 5, 33}, Shape{4, 1}, Shape{1, 1}, Shape{3, 257}, Shape{0, kModel}}) {
+  for (const Shape& shape : {Shape{2, 5, 33}, Shape{4, 1}, Shape{1, 1}, Shape{3, 257},
+                             Shape{16, 384}, Shape{2, 1000}, Shape{5, 1024}, Shape{0, kModel}}) {
     const int64_t d = shape.back();
     t.add("layer_norm", dims(shape), "eps1e5", {real(shape, 2.0f), real({d}), real({d})},
           Family::kNorm, layer_norm);
@@ -264,6 +264,15 @@ void add_norm_cases(Table& t) {
           auto r = ops::add_scaled_layer_norm(in[0], in[1], 0.5f, in[2], in[3], kEps);
           return {r.sum, r.normalized};
         });
+  // Warp rows past the register width (Whisper's 384, the widest 1024).
+  for (const Shape& x : {Shape{16, 384}, Shape{3, 1024}}) {
+    t.add("add_layer_norm", dims(x), "eps1e5",
+          {real(x), real(x, 3.0f), real({x.back()}), real({x.back()})}, Family::kNorm,
+          [](Inputs in) -> Outputs {
+            auto r = ops::add_layer_norm(in[0], in[1], in[2], in[3], kEps);
+            return {r.sum, r.normalized};
+          });
+  }
   t.add("add_layer_norm", dims({1, 1}), "eps1e5",
         {real({1, 1}), real({1, 1}), real({1}), real({1})}, Family::kNorm,
         [](Inputs in) -> Outputs {

@@ -36,7 +36,21 @@ __global__ void layer_norm_kernel(const T* x, const T* residual, float alpha, co
     } else {
       const LayerNormRow<T> stats = layer_norm_row_stats<T, kFusedAdd>(
           group, x, residual, alpha, sum, offset, features, eps, scratch);
-      for (int64_t d = group.lane(); d < features; d += group.width()) {
+      // Four elements computed before any is stored: out may alias the
+      // inputs for the compiler, which would otherwise wait on each load.
+      constexpr int kInFlight = 4;
+      const int64_t step = group.width();
+      int64_t d = group.lane();
+      for (; d + (kInFlight - 1) * step < features; d += kInFlight * step) {
+        T y[kInFlight];
+#pragma unroll
+        for (int u = 0; u < kInFlight; ++u) {
+          y[u] = from_float<T>(layer_norm_row_value(stats, weight, bias, d + u * step));
+        }
+#pragma unroll
+        for (int u = 0; u < kInFlight; ++u) out[offset + d + u * step] = y[u];
+      }
+      for (; d < features; d += step) {
         out[offset + d] = from_float<T>(layer_norm_row_value(stats, weight, bias, d));
       }
     }

@@ -27,6 +27,27 @@ __device__ __forceinline__ Ranked warp_best(Ranked r) {
   return r;
 }
 
+// fn(j, float(src[j])) for this thread's elements j = threadIdx.x + i *
+// blockDim.x in ascending order, kInFlight loads issued before their values
+// are used: one block serves a whole row, so each thread's chain of loads
+// and not the bandwidth bounds the kernel (103 us a step at 16 x 51864 with
+// one load in flight, ncu on an H100).
+constexpr int kInFlight = 8;
+
+template <typename T, typename Fn>
+__device__ __forceinline__ void for_each_in_row(const T* src, int64_t vocab, Fn&& fn) {
+  const int64_t step = blockDim.x;
+  int64_t j = threadIdx.x;
+  for (; j + (kInFlight - 1) * step < vocab; j += kInFlight * step) {
+    float v[kInFlight];
+#pragma unroll
+    for (int u = 0; u < kInFlight; ++u) v[u] = to_float(src[j + u * step]);
+#pragma unroll
+    for (int u = 0; u < kInFlight; ++u) fn(j + u * step, v[u]);
+  }
+  for (; j < vocab; j += step) fn(j, to_float(src[j]));
+}
+
 template <typename T>
 __global__ void top_candidates_kernel(const T* x, int64_t vocab, const uint8_t* suppressed,
                                       const float* offsets, int k, bool by_log_prob, float* values,
@@ -39,19 +60,16 @@ __global__ void top_candidates_kernel(const T* x, int64_t vocab, const uint8_t* 
   const T* src = x + row * vocab;
 
   float local_max = kNegInf;
-  for (int64_t j = threadIdx.x; j < vocab; j += blockDim.x) {
-    local_max = nan_max(local_max, to_float(src[j]));
-  }
+  for_each_in_row(src, vocab, [&](int64_t, float v) { local_max = nan_max(local_max, v); });
   const float row_max = block_reduce(local_max, NanMaxOp{}, kNegInf, scratch);
   float local_sum = 0.0f;
-  for (int64_t j = threadIdx.x; j < vocab; j += blockDim.x) {
-    local_sum = __fadd_rn(local_sum, expf(__fsub_rn(to_float(src[j]), row_max)));
-  }
+  for_each_in_row(src, vocab, [&](int64_t, float v) {
+    local_sum = __fadd_rn(local_sum, expf(__fsub_rn(v, row_max)));
+  });
   const float log_total = logf(block_reduce(local_sum, SumOp{}, 0.0f, scratch));
   const float offset = offsets != nullptr ? offsets[row] : 0.0f;
 
-  const auto rank_of = [&](int64_t j) {
-    const float v = to_float(src[j]);
+  const auto rank_of = [&](int64_t j, float v) {
     float r = by_log_prob ? __fadd_rn(__fsub_rn(__fsub_rn(v, row_max), log_total), offset) : v;
     if ((suppressed != nullptr && suppressed[j] != 0) || isnan(r)) r = kNegInf;
     return r;
@@ -64,11 +82,11 @@ __global__ void top_candidates_kernel(const T* x, int64_t vocab, const uint8_t* 
     // Every token after `last` in the order; -inf values stay eligible by
     // token, so suppressed tokens come last, in token order.
     Ranked best{kNegInf, INT64_MAX};
-    for (int64_t j = threadIdx.x; j < vocab; j += blockDim.x) {
-      const Ranked c{rank_of(j), j};
+    for_each_in_row(src, vocab, [&](int64_t j, float v) {
+      const Ranked c{rank_of(j, v), j};
       const bool after_last = i == 0 || before(last, c);
       if (after_last && before(c, best)) best = c;
-    }
+    });
     best = warp_best(best);
     if (lane == 0) warp_winners[warp] = best;
     __syncthreads();
