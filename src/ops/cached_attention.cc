@@ -241,12 +241,16 @@ std::string cached_attention_refusal(const CachedAttentionInputs& in) {
   return {};
 }
 
+bool cached_attention_shape_fusable(int64_t head_dim, int64_t key_count) {
+  return head_dim == kFusedHeadDim && key_count <= kFusedMaxKeys;
+}
+
 bool cached_attention_fusable(const CachedAttentionInputs& in) {
   if (!in.query.defined() || !in.query.device().is_cuda() ||
       !cached_attention_refusal(in).empty()) {
     return false;
   }
-  if (in.query.size(3) != kFusedHeadDim || in.key_count > kFusedMaxKeys) return false;
+  if (!cached_attention_shape_fusable(in.query.size(3), in.key_count)) return false;
   if (in.query.size(1) > 65535 || in.query.size(0) > 65535 || in.query.size(2) > 65535) {
     return false;
   }

@@ -67,6 +67,10 @@ std::string cached_attention_refusal(const CachedAttentionInputs& in);
 // Whether the CUDA kernel serves `in` (CUDA, d = 64, 16-byte aligned rows,
 // key_count <= 11264): the decoder uses the unfused products otherwise.
 bool cached_attention_fusable(const CachedAttentionInputs& in);
+// The part of that which the shapes decide (d = 64, key_count <= 11264), for
+// a caller that must know before it builds inputs that it will get the
+// kernel (a decoder step recorded as a device graph).
+bool cached_attention_shape_fusable(int64_t head_dim, int64_t key_count);
 
 // The definition above as [R, n, H * d] in T (heads merged in order). CPU
 // (every dtype: the reference) or CUDA (where fusable); refuses anything else

@@ -1,8 +1,11 @@
 #include "models/whisper/whisper_model_step.h"
 
+#include <algorithm>
+
 #include "core/device_graph.h"
 #include "core/env.h"
 #include "core/error.h"
+#include "ops/cached_attention.h"
 
 namespace oasr::decode {
 
@@ -17,7 +20,13 @@ WhisperModelStep::WhisperModelStep(const models::WhisperModel& model,
 bool WhisperModelStep::device_step() const {
   // One path wherever graphs can be recorded, replayed or not
   // (OASR_CUDA_GRAPHS=0 runs the same kernels eagerly).
-  return device_graphs_supported(cache_.layout().device) && env::fused_attention_enabled();
+  // The step's attention must be the fused kernel there (it reads the
+  // position on the device): its shapes are asked first.
+  const layers::KvCache::Layout& layout = cache_.layout();
+  const int64_t frames = cross_.keys.empty() ? 0 : cross_.keys.front().size(2);
+  return device_graphs_supported(layout.device) && env::fused_attention_enabled() &&
+         ops::cached_attention_shape_fusable(layout.head_dim,
+                                             std::max(layout.capacity_tokens, frames));
 }
 
 Tensor WhisperModelStep::step(const Tensor& tokens) {
