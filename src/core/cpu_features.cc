@@ -21,6 +21,17 @@ bool cpu_has_f16c() {
   unsigned eax = 0, ebx = 0, ecx = 0, edx = 0;
   return __get_cpuid(1, &eax, &ebx, &ecx, &edx) != 0 && (ecx & bit_F16C) != 0;
 }
+
+// CPUID leaf 7 subleaf 1, EAX bit 4 (GCC 12's __builtin_cpu_supports has no
+// "avxvnni").
+bool detect_avx_vnni() {
+  unsigned eax = 0, ebx = 0, ecx = 0, edx = 0;
+  return __get_cpuid_count(7, 1, &eax, &ebx, &ecx, &edx) != 0 && (eax & (1u << 4)) != 0;
+}
+#else
+bool detect_avx_vnni() {
+  return false;
+}
 #endif
 
 CpuIsa detect() {
@@ -30,17 +41,18 @@ CpuIsa detect() {
     const bool vnni = __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw") &&
                       __builtin_cpu_supports("avx512vl") && __builtin_cpu_supports("avx512dq") &&
                       __builtin_cpu_supports("avx512vnni");
-    return vnni ? CpuIsa::kAvx512Vnni : CpuIsa::kAvx2;
+    if (vnni) return CpuIsa::kAvx512Vnni;
+    return detect_avx_vnni() ? CpuIsa::kAvxVnni : CpuIsa::kAvx2;
   }
 #endif
   return CpuIsa::kScalar;
 }
 
 CpuIsa from_env(CpuIsa detected) {
-  const std::string choice =
-      env::get_choice("OASR_CPU_ISA", {"auto", "avx512_vnni", "avx2", "scalar"}, "auto");
+  const std::string choice = env::get_choice(
+      "OASR_CPU_ISA", {"auto", "avx512_vnni", "avx_vnni", "avx2", "scalar"}, "auto");
   if (choice == "auto") return detected;
-  for (CpuIsa level : {CpuIsa::kScalar, CpuIsa::kAvx2, CpuIsa::kAvx512Vnni}) {
+  for (CpuIsa level : {CpuIsa::kScalar, CpuIsa::kAvx2, CpuIsa::kAvxVnni, CpuIsa::kAvx512Vnni}) {
     if (choice != cpu_isa_name(level)) continue;
     OASR_CHECK(detected >= level, kUnsupported, "OASR_CPU_ISA=", choice,
                ", but this CPU reports only ", cpu_isa_name(detected),
@@ -62,6 +74,11 @@ CpuIsa cpu_isa_detected() {
   return detected;
 }
 
+bool cpu_reports_avx_vnni() {
+  static const bool reported = detect_avx_vnni();
+  return reported;
+}
+
 CpuIsa cpu_isa() {
   return static_cast<CpuIsa>(level().load(std::memory_order_relaxed));
 }
@@ -79,6 +96,8 @@ const char* cpu_isa_name(CpuIsa level) {
       return "scalar";
     case CpuIsa::kAvx2:
       return "avx2";
+    case CpuIsa::kAvxVnni:
+      return "avx_vnni";
     case CpuIsa::kAvx512Vnni:
       return "avx512_vnni";
   }

@@ -16,9 +16,15 @@ namespace oasr {
 enum class CpuIsa : int {
   kScalar = 0,  // the portable reference loops
   kAvx2 = 1,    // AVX2 + FMA + F16C (x86-64-v3)
+  // AVX2 plus AVX-VNNI (the 256-bit, VEX-encoded vpdpbusd): Intel Alder
+  // Lake and later cores without AVX-512. The AVX2 bodies, and the int8 lane
+  // of that width (quant/kernels/cpu/scaled_mm_int8_avx_vnni.h), which asks
+  // cpu_reports_avx_vnni() too: an AVX-512 VNNI CPU need not have AVX-VNNI
+  // (AMD Zen 4, Intel Ice Lake), so this level does not imply it.
+  kAvxVnni = 2,
   // AVX-512 F/BW/VL/DQ + VNNI (x86-64-v4 with vpdpbusd): Intel Cascade Lake
   // and later, AMD Zen 4 and later.
-  kAvx512Vnni = 2,
+  kAvx512Vnni = 3,
 };
 
 // The level this process dispatches to: the CPU's, capped by OASR_CPU_ISA
@@ -33,6 +39,9 @@ inline bool cpu_has(CpuIsa level) {
   return static_cast<int>(cpu_isa()) >= static_cast<int>(level);
 }
 
-const char* cpu_isa_name(CpuIsa level);  // "scalar", "avx2", "avx512_vnni"
+// Whether cpuid reports AVX-VNNI (the 256-bit form), whatever the level.
+bool cpu_reports_avx_vnni();
+
+const char* cpu_isa_name(CpuIsa level);  // "scalar", "avx2", "avx_vnni", "avx512_vnni"
 
 }  // namespace oasr

@@ -16,9 +16,11 @@ const std::vector<Variable>& known_variables() {
        "0 runs the CUDA attention unfused (products, softmax, copies; A/B): the encoder's "
        "self-attention and the decoder's cached and cross-attention"},
       {"OASR_CUDA_GRAPHS",
-       "0 runs the CUDA encoder eagerly, never recording or replaying a CUDA graph (A/B)"},
+       "0 runs the CUDA encoder and the Whisper decoder step eagerly, never recording or "
+       "replaying a CUDA graph (A/B)"},
       {"OASR_CPU_ISA",
-       "auto|avx512_vnni|avx2|scalar: caps the CPU SIMD level the kernels dispatch to (A/B, "
+       "auto|avx512_vnni|avx_vnni|avx2|scalar: caps the CPU SIMD level the kernels dispatch to "
+       "(A/B, "
        "tests); "
        "never raises it above what cpuid reports"},
   };

@@ -1,13 +1,14 @@
-// scaled_mm_int8_vnni (the cpu_avx512_vnni_int8 lane) against DESIGN.md §3's
-// int8 GEMM, bit for bit: a definition written here (an int64 dot product,
-// then t = w_scale * float(acc); t = a_scale * t; t = t + bias; act(t) with
+// scaled_mm_int8_vnni and scaled_mm_int8_avx_vnni (the cpu_avx512_vnni_int8
+// and cpu_avx_vnni_int8 lanes: vpdpbusd at 512 and 256 bits over one
+// packing) against DESIGN.md §3's int8 GEMM, bit for bit: a definition written here (an int64 dot
+// product, then t = w_scale * float(acc); t = a_scale * t; t = t + bias; act(t) with
 // core/activations.h's scalar functions) and the cpu_reference lane's body.
-// Shapes cover every M/N/K tail of the 8 x 32 tiles, the groups of four K
-// and the 8-wide epilogue halves; adversarial operands (+-127 and -128
+// Shapes cover every M/N/K tail of the 8 x 32 and 6 x 16 tiles, the groups
+// of four K and the 8-wide epilogue halves; adversarial operands (+-127 and -128
 // everywhere, K up to the exact bound and past it, where the AVX2 packing
 // takes over) reach the largest accumulators; every activation, bias on and
-// off, 1 and 2 threads. Skipped, with the reason, on a CPU without AVX-512
-// VNNI; the dispatch cap forces each lower lane.
+// off, 1 and 2 threads. Each lane is skipped, with the reason, where the CPU
+// (or the dispatch level) lacks it; the dispatch cap forces each lower lane.
 #include <gtest/gtest.h>
 
 #include <cmath>
@@ -22,6 +23,7 @@
 #include "core/error.h"
 #include "ops/cpu_threads.h"
 #include "quant/format.h"
+#include "quant/kernels/cpu/scaled_mm_int8_avx_vnni.h"
 #include "quant/kernels/cpu/scaled_mm_int8_vnni.h"
 #include "quant/kernels/cpu/scaled_mm_reference.h"
 #include "quant/lanes/scaled_mm_lane.h"
@@ -88,42 +90,70 @@ bool same_bits(const std::vector<float>& a, const std::vector<float>& b) {
   return a.size() == b.size() && std::memcmp(a.data(), b.data(), sizeof(float) * a.size()) == 0;
 }
 
-class VnniScaledMM : public ::testing::Test {
+// One vpdpbusd lane's GEMM: packed and unpacked entry points, and whether
+// this process can run it.
+struct VpdpbusdLane {
+  const char* name;
+  bool (*available)();
+  const char* missing;
+  void (*packed)(const int8_t*, const float*, const PackedInt8WeightVnni&, const float*,
+                 const float*, Activation, int64_t, float*);
+  void (*unpacked)(const int8_t*, const float*, const int8_t*, const float*, const float*,
+                   Activation, int64_t, int64_t, int64_t, float*);
+};
+
+const VpdpbusdLane kLanes[] = {
+    {"cpu_avx512_vnni_int8", cpu_has_avx512_vnni, "AVX-512 VNNI", scaled_mm_int8_vnni,
+     scaled_mm_int8_vnni},
+    {"cpu_avx_vnni_int8", cpu_has_avx_vnni, "AVX-VNNI", scaled_mm_int8_avx_vnni,
+     scaled_mm_int8_avx_vnni},
+};
+
+class VnniScaledMM : public ::testing::TestWithParam<VpdpbusdLane> {
  protected:
   void SetUp() override {
-    if (!cpu_has_avx512_vnni()) {
-      GTEST_SKIP() << "no AVX-512 VNNI at this dispatch level (CPU reports "
-                   << cpu_isa_name(cpu_isa_detected()) << ")";
+    // The 256-bit lane sits below the AVX-512 level: run it there.
+    if (std::string(GetParam().name) == "cpu_avx_vnni_int8" && cpu_reports_avx_vnni() &&
+        cpu_isa_detected() > CpuIsa::kAvxVnni) {
+      cap_cpu_isa(CpuIsa::kAvxVnni);
+    }
+    if (!GetParam().available()) {
+      GTEST_SKIP() << "no " << GetParam().missing << " at this dispatch level (CPU reports "
+                   << cpu_isa_name(cpu_isa_detected())
+                   << (cpu_reports_avx_vnni() ? ", with AVX-VNNI)" : ", without AVX-VNNI)");
     }
     ops::set_cpu_threads(2);
   }
-  void TearDown() override { ops::set_cpu_threads(0); }
+  void TearDown() override {
+    ops::set_cpu_threads(0);
+    cap_cpu_isa(cpu_isa_detected());
+  }
 
-  // VNNI (packed once, and the unpacked overload) == definition == reference.
+  // The lane (packed once, and the unpacked overload) == definition == reference.
   void expect_bits(const Problem& p, bool with_reference = true) {
     const float* bias = p.has_bias ? p.bias.data() : nullptr;
     const std::vector<float> expected = definition_gemm(p);
     std::vector<float> vnni(p.m * p.n, -7.0f);
     const PackedInt8WeightVnni packed = pack_int8_weight_vnni(p.w.data(), p.n, p.k);
-    scaled_mm_int8_vnni(p.a.data(), p.a_scale.data(), packed, p.w_scale.data(), bias, p.act, p.m,
-                        vnni.data());
-    EXPECT_TRUE(same_bits(vnni, expected)) << describe(p);
+    GetParam().packed(p.a.data(), p.a_scale.data(), packed, p.w_scale.data(), bias, p.act, p.m,
+                      vnni.data());
+    EXPECT_TRUE(same_bits(vnni, expected)) << GetParam().name << " " << describe(p);
     std::vector<float> unpacked(p.m * p.n, -7.0f);
-    scaled_mm_int8_vnni(p.a.data(), p.a_scale.data(), p.w.data(), p.w_scale.data(), bias, p.act,
+    GetParam().unpacked(p.a.data(), p.a_scale.data(), p.w.data(), p.w_scale.data(), bias, p.act,
                         p.m, p.n, p.k, unpacked.data());
-    EXPECT_TRUE(same_bits(unpacked, expected)) << describe(p);
+    EXPECT_TRUE(same_bits(unpacked, expected)) << GetParam().name << " " << describe(p);
     if (with_reference) {
       std::vector<float> reference(p.m * p.n, -7.0f);
       scaled_mm_int8_reference(p.a.data(), p.a_scale.data(), p.w.data(), p.w_scale.data(), bias,
                                p.act, p.m, p.n, p.k, reference.data());
-      EXPECT_TRUE(same_bits(vnni, reference)) << describe(p);
+      EXPECT_TRUE(same_bits(vnni, reference)) << GetParam().name << " " << describe(p);
     }
   }
 };
 
-TEST_F(VnniScaledMM, EveryTileTailEveryActivationBitForBit) {
+TEST_P(VnniScaledMM, EveryTileTailEveryActivationBitForBit) {
   std::mt19937 rng(41);
-  for (int64_t m : {1, 3, 8, 9, 17}) {
+  for (int64_t m : {1, 3, 6, 7, 8, 9, 13, 17}) {
     for (int64_t n : {1, 8, 15, 16, 31, 32, 33, 70}) {
       for (int64_t k : {1, 3, 4, 5, 63, 64, 257}) {
         Problem p = random_problem(m, n, k, rng);
@@ -143,7 +173,7 @@ TEST_F(VnniScaledMM, EveryTileTailEveryActivationBitForBit) {
   }
 }
 
-TEST_F(VnniScaledMM, ConformerAndWhisperShapesOnOneAndTwoThreads) {
+TEST_P(VnniScaledMM, ConformerAndWhisperShapesOnOneAndTwoThreads) {
   std::mt19937 rng(42);
   for (int threads : {1, 2}) {
     ops::set_cpu_threads(threads);
@@ -161,7 +191,7 @@ TEST_F(VnniScaledMM, ConformerAndWhisperShapesOnOneAndTwoThreads) {
 // The largest accumulators: all operands at the int8 extremes (the u8 side
 // then holds 1 or 255, and -128 becomes 0), K up to the exact bound; past
 // it the weight keeps the AVX2 packing and the result is still exact.
-TEST_F(VnniScaledMM, ExtremeOperandsUpToTheExactBoundAndPastIt) {
+TEST_P(VnniScaledMM, ExtremeOperandsUpToTheExactBoundAndPastIt) {
   for (int8_t a_value : {int8_t{127}, int8_t{-127}, int8_t{-128}}) {
     for (int8_t w_value : {int8_t{127}, int8_t{-127}, int8_t{-128}}) {
       for (int64_t k : {int64_t{4096}, kVnniMaxK}) {
@@ -183,10 +213,23 @@ TEST_F(VnniScaledMM, ExtremeOperandsUpToTheExactBoundAndPastIt) {
   expect_bits(past);
 }
 
-// auto picks the VNNI lane; capping the dispatch level forces AVX2, then the
-// reference, and a capped-away lane named explicitly is refused by name.
-TEST_F(VnniScaledMM, DispatchCapForcesEachLowerLane) {
+INSTANTIATE_TEST_SUITE_P(Lanes, VnniScaledMM, ::testing::ValuesIn(kLanes),
+                         [](const auto& info) { return std::string(info.param.name); });
+
+// auto picks the VNNI lane; capping the dispatch level forces AVX-VNNI where
+// the CPU has it, then AVX2, then the reference, and a capped-away lane named
+// explicitly is refused by name.
+TEST(VnniDispatch, DispatchCapForcesEachLowerLane) {
+  if (!cpu_has_avx512_vnni()) {
+    GTEST_SKIP() << "no AVX-512 VNNI (CPU reports " << cpu_isa_name(cpu_isa_detected()) << ")";
+  }
   EXPECT_EQ(choose_lane(QDType::kInt8, Device::cpu(), "auto").name, "cpu_avx512_vnni_int8");
+  cap_cpu_isa(CpuIsa::kAvxVnni);
+  EXPECT_EQ(choose_lane(QDType::kInt8, Device::cpu(), "auto").name,
+            cpu_reports_avx_vnni() ? "cpu_avx_vnni_int8" : "cpu_avx2_int8");
+  if (!cpu_reports_avx_vnni()) {
+    EXPECT_THROW(choose_lane(QDType::kInt8, Device::cpu(), "cpu_avx_vnni_int8"), Error);
+  }
   cap_cpu_isa(CpuIsa::kAvx2);
   EXPECT_EQ(choose_lane(QDType::kInt8, Device::cpu(), "auto").name, "cpu_avx2_int8");
   try {
@@ -195,6 +238,7 @@ TEST_F(VnniScaledMM, DispatchCapForcesEachLowerLane) {
   } catch (const Error& e) {
     EXPECT_NE(std::string(e.what()).find("AVX-512 VNNI"), std::string::npos) << e.what();
   }
+  EXPECT_THROW(choose_lane(QDType::kInt8, Device::cpu(), "cpu_avx_vnni_int8"), Error);
   cap_cpu_isa(CpuIsa::kScalar);
   EXPECT_EQ(choose_lane(QDType::kInt8, Device::cpu(), "auto").name, "cpu_reference");
   cap_cpu_isa(cpu_isa_detected());

@@ -9,10 +9,10 @@
 #include "quant/kernels/cuda/cuda_lanes.h"
 #include "quant/number_format.h"
 
-// The AVX2 int8 lane is another engineer's file set; it registers itself here
-// once its header exists (and only on x86-64, where it can compile).
+// The x86 int8 lanes register here on x86-64, where they compile.
 #if defined(__x86_64__) && __has_include("quant/kernels/cpu/scaled_mm_int8_avx2.h")
 #include "quant/kernels/cpu/scaled_mm_int8_avx2.h"
+#include "quant/kernels/cpu/scaled_mm_int8_avx_vnni.h"
 #include "quant/kernels/cpu/scaled_mm_int8_vnni.h"
 #define OASR_QUANT_HAVE_AVX2_LANE 1
 #endif
@@ -95,6 +95,21 @@ std::vector<ScaledMMLane> builtin_lanes() {
                         bias, act, m, out);
   };
   lanes.push_back(vnni);
+  // AVX-VNNI (256 bits): the same packing, half the width; where the CPU has
+  // it and not AVX-512 (or the dispatch level is capped to it).
+  ScaledMMLane avx_vnni = vnni;
+  avx_vnni.name = "cpu_avx_vnni_int8";
+  avx_vnni.priority = 15;
+  avx_vnni.available = cpu_has_avx_vnni;
+  avx_vnni.requirement = "a CPU with AVX-VNNI";
+  avx_vnni.scaled_mm_int8 = scaled_mm_int8_avx_vnni;
+  avx_vnni.scaled_mm_int8_prepared = [](const int8_t* a, const float* a_scale, const void* prepared,
+                                        const float* w_scale, const float* bias, Activation act,
+                                        int64_t m, float* out) {
+    scaled_mm_int8_avx_vnni(a, a_scale, *static_cast<const PackedInt8WeightVnni*>(prepared),
+                            w_scale, bias, act, m, out);
+  };
+  lanes.push_back(avx_vnni);
 #endif
   // The GPU lanes, in a CUDA build (quant/kernels/cuda/cuda_lanes.cc).
   if constexpr (kBuiltWithCuda) {

@@ -1,6 +1,7 @@
 // Pieces the x86 int8 GEMM lanes share (scaled_mm_int8_avx2.cc,
-// scaled_mm_int8_vnni.cc): 64-byte aligned arrays, the packed-A scratch of
-// the calling thread, and DESIGN.md §3's epilogue on eight exact int32
+// scaled_mm_int8_vnni.cc, scaled_mm_int8_avx_vnni.cc): 64-byte aligned
+// arrays, the packed-A scratch of the calling thread, the u8 packing of A
+// for vpdpbusd, and DESIGN.md §3's epilogue on eight exact int32
 // accumulators. x86-64 only.
 #pragma once
 
@@ -8,6 +9,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <cstring>
 #include <new>
 
 #include "core/activations.h"
@@ -38,6 +40,30 @@ inline int32_t* a_scratch(int64_t words) {
     scratch.capacity = words;
   }
   return scratch.data;
+}
+
+// Rows [row_begin, row_end) of A as u8 (a XOR 0x80 == a + 128) for
+// vpdpbusd, `ld` bytes per row; the K pad and the rows past m are zero
+// (their weights are zero). AVX2 only, so every vpdpbusd lane can call it.
+OASR_AVX2_TARGET inline void pack_a_rows_u8(const int8_t* a, int64_t m, int64_t k,
+                                            int64_t row_begin, int64_t row_end, int64_t ld,
+                                            uint8_t* packed) {
+  const __m256i flip = _mm256_set1_epi8(static_cast<char>(0x80));
+  for (int64_t row = row_begin; row < row_end; ++row) {
+    uint8_t* dst = packed + row * ld;
+    if (row >= m) {
+      std::memset(dst, 0, static_cast<size_t>(ld));
+      continue;
+    }
+    const int8_t* src = a + row * k;
+    int64_t j = 0;
+    for (; j + 32 <= k; j += 32) {
+      const __m256i bytes = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(src + j));
+      _mm256_storeu_si256(reinterpret_cast<__m256i*>(dst + j), _mm256_xor_si256(bytes, flip));
+    }
+    for (; j < k; ++j) dst[j] = static_cast<uint8_t>(src[j]) ^ 0x80u;
+    for (; j < ld; ++j) dst[j] = 0;
+  }
 }
 
 // §3's epilogue on eight exact accumulators, in its order: t = w_scale *

@@ -36,34 +36,13 @@ namespace {
 using x86::a_scratch;
 using x86::aligned_alloc_array;
 using x86::epilogue8;
+using x86::pack_a_rows_u8;
 
 constexpr int kTileRows = 8;
 constexpr int64_t kPanelColumns = PackedInt8WeightVnni::kPanelColumns;
 constexpr int64_t kPanelQuadBytes = kPanelColumns * 4;  // bytes per K group in a panel
 constexpr int64_t kBlockTiles = 6;                      // 48 rows per task
 constexpr int64_t kBlockPanels = 2;                     // 64 channels per task
-
-// Rows [row_begin, row_end) of A as u8 (a XOR 0x80 == a + 128), `ld` bytes
-// per row; the K pad and the rows past m are zero (their weights are zero).
-OASR_VNNI_TARGET void pack_a_rows(const int8_t* a, int64_t m, int64_t k, int64_t row_begin,
-                                  int64_t row_end, int64_t ld, uint8_t* packed) {
-  const __m256i flip = _mm256_set1_epi8(static_cast<char>(0x80));
-  for (int64_t row = row_begin; row < row_end; ++row) {
-    uint8_t* dst = packed + row * ld;
-    if (row >= m) {
-      std::memset(dst, 0, static_cast<size_t>(ld));
-      continue;
-    }
-    const int8_t* src = a + row * k;
-    int64_t j = 0;
-    for (; j + 32 <= k; j += 32) {
-      const __m256i bytes = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(src + j));
-      _mm256_storeu_si256(reinterpret_cast<__m256i*>(dst + j), _mm256_xor_si256(bytes, flip));
-    }
-    for (; j < k; ++j) dst[j] = static_cast<uint8_t>(src[j]) ^ 0x80u;
-    for (; j < ld; ++j) dst[j] = 0;
-  }
-}
 
 struct TileAccumulators {
   __m512i lanes[kTileRows][2];
@@ -277,10 +256,10 @@ void scaled_mm_int8_vnni(const int8_t* a, const float* a_scale, const PackedInt8
   auto* a_packed = reinterpret_cast<uint8_t*>(const_cast<int32_t*>(problem.a_packed));
   constexpr int64_t kParallelPackValues = 1 << 16;
   if (tiles * kTileRows * k < kParallelPackValues) {
-    pack_a_rows(a, m, k, 0, tiles * kTileRows, 4 * k_quads, a_packed);
+    pack_a_rows_u8(a, m, k, 0, tiles * kTileRows, 4 * k_quads, a_packed);
   } else {
     pool->run(tiles, [&](int64_t tile) {
-      pack_a_rows(a, m, k, tile * kTileRows, (tile + 1) * kTileRows, 4 * k_quads, a_packed);
+      pack_a_rows_u8(a, m, k, tile * kTileRows, (tile + 1) * kTileRows, 4 * k_quads, a_packed);
     });
   }
 
