@@ -21,16 +21,18 @@
 //   out[r, i, h, c] = T((((a_0,c + a_1,c) + (a_2,c + a_3,c)) + ((a_4,c + a_5,c) + (a_6,c + a_7,c)))
 //                       / sum)
 //
-// with b = r / (R / B) the key row of query row r (beam search: the K beams of
-// an utterance read its one encoder row), or b = key_rows[r] where a row map
-// is given (greedy search after finished rows left). With past_tokens, L
-// counts from the int32 the tensor holds where the kernel runs (causal only:
-// key_count is then past_tokens[0] + n), so a recorded device graph replays
-// each decoder step with that step's count (core/device_graph.h). The CPU body computes exactly
-// this and the CUDA body (ops/cuda/cached_attention.h) in the same order, so they give the same
-// bits; an fp8 store gives the same bits as the served-dtype store that holds its dequantized
-// values. Each (r, h, i) reads only its own keys [0, L), so a row's result does not depend on its
-// neighbours (batch invariance).
+// with b = r / (R / B) the key row of query row r (beam search: the K beams
+// of an utterance read its one encoder row), or b = key_rows[r] where a row
+// map is given (greedy search after finished rows left). With past_tokens,
+// L counts from the int32 the tensor holds where the kernel runs (causal
+// only: key_count is then past_tokens[0] + n), so a recorded device graph
+// replays each decoder step with that step's count (core/device_graph.h).
+// The CPU body computes exactly this and the CUDA body
+// (ops/cuda/cached_attention.h) in the same order, so they give the same
+// bits; an fp8 store gives the same bits as the served-dtype store that
+// holds its dequantized values. Each (r, h, i) reads only its own keys
+// [0, L), so a row's result does not depend on its neighbours (batch
+// invariance).
 #pragma once
 
 #include <cstdint>

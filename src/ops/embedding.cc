@@ -75,9 +75,12 @@ Tensor embedding_device_ids(const Tensor& ids, const Tensor& table) {
   detail::check_rank(kOp, "table", table, 2);
   const int64_t vocab = table.size(0);
   const int64_t features = table.size(1);
+  OASR_CHECK(vocab > 0 || ids.numel() == 0, kInvalidArgument, kOp,
+             ": the table has no rows to gather from");
   Shape out_shape = ids.shape();
   out_shape.push_back(features);
   Tensor out = Tensor::empty(out_shape, table.dtype(), device);
+  if (out.numel() == 0) return out;
   const Tensor ids_c = ids.contiguous();
   const Tensor table_c = table.contiguous();
   on_device(

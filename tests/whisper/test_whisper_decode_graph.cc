@@ -116,8 +116,9 @@ class WhisperDecodeGraph : public ::testing::TestWithParam<Case> {};
 
 TEST_P(WhisperDecodeGraph, ReplayedStepsGiveTheHostPathsBits) {
   OASR_SKIP_WITHOUT_CUDA();
-  ASSERT_TRUE(env::cuda_graphs_enabled()) << "run with OASR_CUDA_GRAPHS unset";
-  ASSERT_TRUE(env::fused_attention_enabled()) << "run with OASR_FUSED_ATTENTION unset";
+  if (!env::cuda_graphs_enabled() || !env::fused_attention_enabled()) {
+    GTEST_SKIP() << "OASR_CUDA_GRAPHS=0 or OASR_FUSED_ATTENTION=0: the step runs without a graph";
+  }
   const Case c = GetParam();
   const Device gpu = Device::cuda(0);
   const std::unique_ptr<WhisperModel> model = random_model(c.dtype, gpu, c.fp8_cache);
@@ -166,7 +167,7 @@ TEST_P(WhisperDecodeGraph, ReplayedStepsGiveTheHostPathsBits) {
   EXPECT_EQ(stats.declined, 0) << stats.last_decline;
   // Per row count (4, 3, 1): a measured step, a recording, then replays.
   EXPECT_EQ(stats.recorded, 3);
-  EXPECT_GE(stats.replayed, 9);
+  EXPECT_EQ(stats.replayed, 12);  // 7 at 4 rows, 2 at 3, 3 at 1 (recordings replay too)
 }
 
 INSTANTIATE_TEST_SUITE_P(Stores, WhisperDecodeGraph,

@@ -9,7 +9,6 @@
 #include <vector>
 
 #include "core/device_graph_cache.h"
-
 #include "decode/whisper_search.h"
 #include "layers/kv_cache.h"
 #include "models/whisper/whisper_model.h"
@@ -39,11 +38,12 @@ class WhisperModelStep final : public WhisperDecoderStep {
   DeviceGraphCache::Stats graph_stats() const { return graphs_->stats(); }
 
  private:
-  // Where device graphs exist (CUDA) and the fused cached attention is on
-  // (OASR_FUSED_ATTENTION): a step's kernels read its
-  // position and cross rows on the device, and from a row count's second
-  // step on they run as one recorded graph (core/device_graph_cache.h;
-  // OASR_CUDA_GRAPHS=0 runs them eagerly, with the same bits).
+  // Where device graphs exist (CUDA) and the fused cached attention serves
+  // the step (OASR_FUSED_ATTENTION on, its shapes): the step's kernels read
+  // its position and cross rows on the device, and from a row count's
+  // second step on they run as one recorded graph
+  // (core/device_graph_cache.h; OASR_CUDA_GRAPHS=0 runs them eagerly, with
+  // the same bits).
   bool device_step() const;
 
   const models::WhisperModel& model_;

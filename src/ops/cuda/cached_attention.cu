@@ -44,6 +44,7 @@ struct Args {
   void* out = nullptr;
   const int64_t* key_rows = nullptr;     // the key row of each query row, or r / per_key_row
   const int32_t* past_tokens = nullptr;  // the count read here (a graph replays each step's)
+  int64_t key_batch = 1;                 // B: a mapped row outside [0, B) is clamped into it
   int64_t per_key_row = 1;
   int steps = 1;
   int heads = 1;
@@ -128,7 +129,10 @@ __global__ void __launch_bounds__(kThreads) cached_attention_kernel(Args a) {
   const int h = static_cast<int>(blockIdx.x);
   const int i = static_cast<int>(blockIdx.y);
   const int64_t r = blockIdx.z;
-  const int64_t b = a.key_rows != nullptr ? a.key_rows[r] : r / a.per_key_row;
+  // The caller checks the map on the host (forward_cross); the clamp keeps a
+  // mistake from reading outside the memory.
+  const int64_t b = a.key_rows != nullptr ? min(max(a.key_rows[r], int64_t{0}), a.key_batch - 1)
+                                          : r / a.per_key_row;
   const int key_count = seen_keys(a);
   const int seen = a.causal ? key_count - a.steps + i + 1 : key_count;
   const int t = static_cast<int>(threadIdx.x);
@@ -193,6 +197,7 @@ void cached_attention(const CachedAttentionInputs& in, const Tensor& out) {
   a.out = out.raw_data();
   a.per_key_row = std::max<int64_t>(q.size(0) / in.keys.size(0), 1);
   if (in.key_rows.defined()) a.key_rows = in.key_rows.data<int64_t>();
+  a.key_batch = in.keys.size(0);
   if (in.past_tokens.defined()) a.past_tokens = in.past_tokens.data<int32_t>();
   a.steps = static_cast<int>(q.size(1));
   a.heads = static_cast<int>(q.size(2));
