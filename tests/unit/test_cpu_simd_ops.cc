@@ -600,6 +600,18 @@ TEST_F(CpuSimdOps, DispatchCapIsRefusedAboveTheCpu) {
   cap_cpu_isa(cpu_isa_detected());
   EXPECT_EQ(cpu_isa(), cpu_isa_detected());
   EXPECT_STREQ(cpu_isa_name(CpuIsa::kAvx2), "avx2");
+  EXPECT_STREQ(cpu_isa_name(CpuIsa::kAvxVnni), "avx_vnni");
+  EXPECT_STREQ(cpu_isa_name(CpuIsa::kAvx512Vnni), "avx512_vnni");
+  // The AVX-VNNI level keeps the AVX2 bodies and never the AVX-512 ones.
+  if (cpu_isa_detected() >= CpuIsa::kAvxVnni) {
+    cap_cpu_isa(CpuIsa::kAvxVnni);
+    EXPECT_TRUE(cpu_has(CpuIsa::kAvx2));
+    EXPECT_FALSE(cpu_has(CpuIsa::kAvx512Vnni));
+    cap_cpu_isa(cpu_isa_detected());
+  }
+  if (cpu_isa_detected() < CpuIsa::kAvx512Vnni) {
+    EXPECT_THROW(cap_cpu_isa(CpuIsa::kAvx512Vnni), Error);
+  }
 }
 
 }  // namespace
