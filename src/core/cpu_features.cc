@@ -54,8 +54,9 @@ CpuIsa from_env(CpuIsa detected) {
   if (choice == "auto") return detected;
   for (CpuIsa level : {CpuIsa::kScalar, CpuIsa::kAvx2, CpuIsa::kAvxVnni, CpuIsa::kAvx512Vnni}) {
     if (choice != cpu_isa_name(level)) continue;
-    OASR_CHECK(detected >= level, kUnsupported, "OASR_CPU_ISA=", choice,
-               ", but this CPU reports only ", cpu_isa_name(detected),
+    OASR_CHECK(detected >= level && (level != CpuIsa::kAvxVnni || cpu_reports_avx_vnni()),
+               kUnsupported, "OASR_CPU_ISA=", choice, ", but this CPU reports only ",
+               cpu_isa_name(detected), level == CpuIsa::kAvxVnni ? " (without AVX-VNNI)" : "",
                "; unset OASR_CPU_ISA or name a lower level");
     return level;
   }
@@ -84,9 +85,11 @@ CpuIsa cpu_isa() {
 }
 
 void cap_cpu_isa(CpuIsa cap) {
-  OASR_CHECK(static_cast<int>(cap) <= static_cast<int>(cpu_isa_detected()), kUnsupported,
-             "cannot dispatch to ", cpu_isa_name(cap), ": this CPU reports ",
-             cpu_isa_name(cpu_isa_detected()));
+  // avx_vnni is not implied by avx512_vnni (Zen 4, Ice Lake): asked itself.
+  OASR_CHECK(static_cast<int>(cap) <= static_cast<int>(cpu_isa_detected()) &&
+                 (cap != CpuIsa::kAvxVnni || cpu_reports_avx_vnni()),
+             kUnsupported, "cannot dispatch to ", cpu_isa_name(cap), ": this CPU reports ",
+             cpu_isa_name(cpu_isa_detected()), cap == CpuIsa::kAvxVnni ? " without AVX-VNNI" : "");
   level().store(static_cast<int>(cap), std::memory_order_relaxed);
 }
 

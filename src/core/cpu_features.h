@@ -33,7 +33,8 @@ CpuIsa cpu_isa();
 // What cpuid reports, without any cap.
 CpuIsa cpu_isa_detected();
 // Lowers (or restores, with the detected level) the dispatch level for this
-// process; a level above the detected one is refused naming both.
+// process; a level above the detected one is refused naming both, and so is
+// avx_vnni where cpuid does not report AVX-VNNI.
 void cap_cpu_isa(CpuIsa level);
 inline bool cpu_has(CpuIsa level) {
   return static_cast<int>(cpu_isa()) >= static_cast<int>(level);

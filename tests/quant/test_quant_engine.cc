@@ -138,12 +138,12 @@ TEST(QuantEngine, OnlineInt8QuantizesEveryDenseGemmButTheKeptOnes) {
   // for them, so w_2 (twice), linear_out and both pointwise convs launch their own.
   EXPECT_EQ(info.standalone_quantize_launches_per_block,
             std::vector<int64_t>(static_cast<size_t>(c.encoder.num_blocks), 5));
-  // auto: the fastest int8 lane this CPU runs (AVX-512 VNNI, then AVX2).
-  const quant::ScaledMMLane* avx2 = quant::find_lane("cpu_avx2_int8");
-  const quant::ScaledMMLane* vnni = quant::find_lane("cpu_avx512_vnni_int8");
-  const std::string lane = vnni != nullptr && vnni->is_available()   ? "cpu_avx512_vnni_int8"
-                           : avx2 != nullptr && avx2->is_available() ? "cpu_avx2_int8"
-                                                                     : "cpu_reference";
+  // auto: the fastest int8 lane this CPU runs (AVX-512 VNNI, AVX-VNNI, AVX2).
+  std::string lane = "cpu_reference";
+  for (const char* name : {"cpu_avx2_int8", "cpu_avx_vnni_int8", "cpu_avx512_vnni_int8"}) {
+    const quant::ScaledMMLane* candidate = quant::find_lane(name);
+    if (candidate != nullptr && candidate->is_available()) lane = name;
+  }
   std::set<std::string> paths;
   for (const quant::LayerReport& layer : info.layers) {
     EXPECT_EQ(layer.lane, lane) << layer.path;

@@ -112,13 +112,16 @@ const VpdpbusdLane kLanes[] = {
 class VnniScaledMM : public ::testing::TestWithParam<VpdpbusdLane> {
  protected:
   void SetUp() override {
-    // The 256-bit lane sits below the AVX-512 level: run it there.
+    saved_level_ = cpu_isa();
+    // The 256-bit lane sits below the AVX-512 level: run it there (never
+    // above a level OASR_CPU_ISA set).
     if (std::string(GetParam().name) == "cpu_avx_vnni_int8" && cpu_reports_avx_vnni() &&
-        cpu_isa_detected() > CpuIsa::kAvxVnni) {
+        saved_level_ > CpuIsa::kAvxVnni) {
       cap_cpu_isa(CpuIsa::kAvxVnni);
     }
     if (!GetParam().available()) {
-      GTEST_SKIP() << "no " << GetParam().missing << " at this dispatch level (CPU reports "
+      GTEST_SKIP() << "no " << GetParam().missing << " at this dispatch level ("
+                   << cpu_isa_name(cpu_isa()) << "; the CPU reports "
                    << cpu_isa_name(cpu_isa_detected())
                    << (cpu_reports_avx_vnni() ? ", with AVX-VNNI)" : ", without AVX-VNNI)");
     }
@@ -126,8 +129,10 @@ class VnniScaledMM : public ::testing::TestWithParam<VpdpbusdLane> {
   }
   void TearDown() override {
     ops::set_cpu_threads(0);
-    cap_cpu_isa(cpu_isa_detected());
+    cap_cpu_isa(saved_level_);
   }
+
+  CpuIsa saved_level_ = CpuIsa::kScalar;
 
   // The lane (packed once, and the unpacked overload) == definition == reference.
   void expect_bits(const Problem& p, bool with_reference = true) {
@@ -221,13 +226,16 @@ INSTANTIATE_TEST_SUITE_P(Lanes, VnniScaledMM, ::testing::ValuesIn(kLanes),
 // explicitly is refused by name.
 TEST(VnniDispatch, DispatchCapForcesEachLowerLane) {
   if (!cpu_has_avx512_vnni()) {
-    GTEST_SKIP() << "no AVX-512 VNNI (CPU reports " << cpu_isa_name(cpu_isa_detected()) << ")";
+    GTEST_SKIP() << "no AVX-512 VNNI at this dispatch level (" << cpu_isa_name(cpu_isa())
+                 << "; the CPU reports " << cpu_isa_name(cpu_isa_detected()) << ")";
   }
+  const CpuIsa saved = cpu_isa();
   EXPECT_EQ(choose_lane(QDType::kInt8, Device::cpu(), "auto").name, "cpu_avx512_vnni_int8");
-  cap_cpu_isa(CpuIsa::kAvxVnni);
-  EXPECT_EQ(choose_lane(QDType::kInt8, Device::cpu(), "auto").name,
-            cpu_reports_avx_vnni() ? "cpu_avx_vnni_int8" : "cpu_avx2_int8");
-  if (!cpu_reports_avx_vnni()) {
+  if (cpu_reports_avx_vnni()) {
+    cap_cpu_isa(CpuIsa::kAvxVnni);
+    EXPECT_EQ(choose_lane(QDType::kInt8, Device::cpu(), "auto").name, "cpu_avx_vnni_int8");
+  } else {
+    EXPECT_THROW(cap_cpu_isa(CpuIsa::kAvxVnni), Error);  // not implied by AVX-512 VNNI
     EXPECT_THROW(choose_lane(QDType::kInt8, Device::cpu(), "cpu_avx_vnni_int8"), Error);
   }
   cap_cpu_isa(CpuIsa::kAvx2);
@@ -241,7 +249,7 @@ TEST(VnniDispatch, DispatchCapForcesEachLowerLane) {
   EXPECT_THROW(choose_lane(QDType::kInt8, Device::cpu(), "cpu_avx_vnni_int8"), Error);
   cap_cpu_isa(CpuIsa::kScalar);
   EXPECT_EQ(choose_lane(QDType::kInt8, Device::cpu(), "auto").name, "cpu_reference");
-  cap_cpu_isa(cpu_isa_detected());
+  cap_cpu_isa(saved);
   EXPECT_EQ(choose_lane(QDType::kInt8, Device::cpu(), "auto").name, "cpu_avx512_vnni_int8");
   // fp8 stays on the reference lane.
   EXPECT_THROW(choose_lane(QDType::kFp8E4M3, Device::cpu(), "cpu_avx512_vnni_int8"), Error);

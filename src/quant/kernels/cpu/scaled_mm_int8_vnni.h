@@ -29,7 +29,7 @@ namespace oasr::quant {
 inline constexpr int64_t kVnniMaxK = 2147483647LL / (255 * 128);
 
 // True when the dispatch level (core/cpu_features.h) includes AVX-512
-// F/BW/VL + VNNI; OASR_CPU_ISA=avx2 or scalar makes it false.
+// F/BW/VL + VNNI; OASR_CPU_ISA=avx_vnni, avx2 or scalar makes it false.
 bool cpu_has_avx512_vnni();
 
 // A weight [N, K] repacked once (at bind time): panels of kPanelColumns
