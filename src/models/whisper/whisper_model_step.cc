@@ -37,8 +37,9 @@ Tensor WhisperModelStep::step(const Tensor& tokens) {
     return logits.select(1, logits.size(1) - 1).contiguous();
   };
   if (!device_step()) return last_position(model_.decode(tokens, cross_, cross_rows_, cache_));
-  OASR_CHECK(tokens.defined() && tokens.dim() == 2 && tokens.size(1) > 0, kInvalidArgument,
-             "Whisper decode: tokens must be int64 [rows, n] with n >= 1, got ",
+  OASR_CHECK(tokens.defined() && tokens.dim() == 2 && tokens.size(1) > 0 &&
+                 (tokens.dtype() == DType::kI64 || tokens.dtype() == DType::kI32),
+             kInvalidArgument, "Whisper decode: tokens must be int64 [rows, n] with n >= 1, got ",
              tokens.defined() ? tokens.str() : std::string("undefined"));
   const int64_t past = cache_.length();
   const int64_t n = tokens.size(1);
