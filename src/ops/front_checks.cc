@@ -69,6 +69,12 @@ void check_rank(const char* op, const char* arg, const Tensor& tensor, int64_t r
              "-d, got shape ", shape_str(tensor.shape()));
 }
 
+void check_past_tokens(const char* op, const Tensor& past_tokens) {
+  check_defined(op, "past_tokens", past_tokens);
+  OASR_CHECK(past_tokens.dtype() == DType::kI32 && past_tokens.numel() == 1, kInvalidArgument, op,
+             ": past_tokens must be int32 [1], got ", past_tokens.str());
+}
+
 int64_t wrap_dim(const char* op, int64_t dim, int64_t rank) {
   const int64_t wrapped = dim < 0 ? dim + rank : dim;
   OASR_CHECK(wrapped >= 0 && wrapped < rank, kInvalidArgument, op, ": dim ", dim,

@@ -35,6 +35,10 @@ void check_same_dtype(const char* op, std::initializer_list<NamedTensor> args);
 // CPU body serves float32 only), a non-float dtype is kInvalidArgument.
 void check_float32(const char* op, const char* arg, const Tensor& tensor);
 
+// Refuses anything but an int32 [1]: a decoder step's token count read on
+// the device (ops/step_tokens.h).
+void check_past_tokens(const char* op, const Tensor& past_tokens);
+
 // Refuses a tensor whose rank is not `rank` (kInvalidArgument).
 void check_rank(const char* op, const char* arg, const Tensor& tensor, int64_t rank);
 

@@ -82,14 +82,12 @@ void quantize_pow2_e4m3_at(const Tensor& x, Tensor codes, Tensor scales,
                            const Tensor& past_tokens) {
   constexpr const char* kOp = "quantize_pow2_e4m3_at";
   detail::check_defined(kOp, "x", x);
-  detail::check_defined(kOp, "past_tokens", past_tokens);
+  detail::check_past_tokens(kOp, past_tokens);
   detail::check_rank(kOp, "x", x, 4);
   detail::check_defined(kOp, "codes", codes);
   detail::check_defined(kOp, "scales", scales);
   const Device device = detail::serving_device(
       kOp, {{"x", x}, {"codes", codes}, {"scales", scales}, {"past_tokens", past_tokens}});
-  OASR_CHECK(past_tokens.dtype() == DType::kI32 && past_tokens.numel() == 1, kInvalidArgument, kOp,
-             ": past_tokens must be int32 [1], got ", past_tokens.str());
   const int64_t n = x.size(1);
   OASR_CHECK(codes.dim() == 4 && scales.dim() == 4 && codes.size(0) == x.size(0) &&
                  codes.size(1) >= n && scales.size(1) == codes.size(1),

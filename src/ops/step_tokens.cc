@@ -6,19 +6,10 @@
 #include "ops/front_checks.h"
 
 namespace oasr::ops {
-namespace {
-
-void check_past_tokens(const char* op, const Tensor& past_tokens) {
-  detail::check_defined(op, "past_tokens", past_tokens);
-  OASR_CHECK(past_tokens.dtype() == DType::kI32 && past_tokens.numel() == 1, kInvalidArgument, op,
-             ": past_tokens must be int32 [1], got ", past_tokens.str());
-}
-
-}  // namespace
 
 Tensor positions_after(const Tensor& past_tokens, int64_t n) {
   constexpr const char* kOp = "positions_after";
-  check_past_tokens(kOp, past_tokens);
+  detail::check_past_tokens(kOp, past_tokens);
   OASR_CHECK(n >= 0, kInvalidArgument, kOp, ": n must be >= 0, got ", n);
   const Device device = past_tokens.device();
   Tensor ids = Tensor::empty({n}, DType::kI64, device);
@@ -36,7 +27,7 @@ void write_tokens_at(const Tensor& x, Tensor store, const Tensor& past_tokens) {
   constexpr const char* kOp = "write_tokens_at";
   detail::check_defined(kOp, "x", x);
   detail::check_defined(kOp, "store", store);
-  check_past_tokens(kOp, past_tokens);
+  detail::check_past_tokens(kOp, past_tokens);
   const Device device =
       detail::serving_device(kOp, {{"x", x}, {"store", store}, {"past_tokens", past_tokens}});
   detail::check_rank(kOp, "x", x, 4);

@@ -48,6 +48,12 @@ std::vector<Device> devices() {
   return out;
 }
 
+// The dtypes a device's bodies serve: float32 on the CPU, all three on CUDA.
+std::vector<DType> served_dtypes(Device device) {
+  if (device.is_cuda()) return {DType::kF32, DType::kF16, DType::kBF16};
+  return {DType::kF32};
+}
+
 TEST(StepTokens, PositionsFollowTheCount) {
   for (const Device device : devices()) {
     const Tensor ids = ops::positions_after(past(7, device), 4).to(Device::cpu());
@@ -81,10 +87,7 @@ TEST(StepTokens, EmbeddingOfDeviceIdsIsTheGather) {
 // its narrowed window [p, p + n); every other token is untouched.
 TEST(StepTokens, WriteAtTheCountEqualsTheNarrowedCopy) {
   for (const Device device : devices()) {
-    const std::vector<DType> dtypes =
-        device.is_cuda() ? std::vector<DType>{DType::kF32, DType::kF16, DType::kBF16}
-                         : std::vector<DType>{DType::kF32};
-    for (const DType dtype : dtypes) {
+    for (const DType dtype : served_dtypes(device)) {
       const std::string where = device.str() + " " + dtype_name(dtype);
       const Tensor start = random_tensor({3, 10, 2, 64}, 5).to(dtype).to(device);
       const Tensor x = random_tensor({3, 2, 2, 64}, 6).to(dtype).to(device);
@@ -109,10 +112,7 @@ TEST(StepTokens, WriteAtTheCountEqualsTheNarrowedCopy) {
 
 TEST(StepTokens, Fp8WriteAtTheCountEqualsTheNarrowedWrite) {
   for (const Device device : devices()) {
-    const std::vector<DType> dtypes =
-        device.is_cuda() ? std::vector<DType>{DType::kF32, DType::kF16, DType::kBF16}
-                         : std::vector<DType>{DType::kF32};
-    for (const DType dtype : dtypes) {
+    for (const DType dtype : served_dtypes(device)) {
       const std::string where = device.str() + " " + dtype_name(dtype);
       const Tensor x = random_tensor({3, 2, 2, 64}, 8).to(dtype).to(device);
       Tensor codes_at = Tensor::zeros({3, 10, 2, 64}, DType::kU8, device);

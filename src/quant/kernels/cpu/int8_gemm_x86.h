@@ -11,9 +11,12 @@
 #include <cstdint>
 #include <cstring>
 #include <new>
+#include <type_traits>
 
 #include "core/activations.h"
 #include "core/activations_avx2.h"
+#include "core/error.h"
+#include "ops/cpu/worker_pool.h"
 
 namespace oasr::quant::x86 {
 
@@ -40,6 +43,63 @@ inline int32_t* a_scratch(int64_t words) {
     scratch.capacity = words;
   }
   return scratch.data;
+}
+
+// fn(std::integral_constant<Activation, act>{}): each lane instantiates its
+// block kernel once per activation and picks it here, at run time.
+template <typename Fn>
+auto with_activation(Activation act, const char* lane, Fn&& fn) {
+  using A = Activation;
+  switch (act) {
+    case A::kNone:
+      return fn(std::integral_constant<A, A::kNone>{});
+    case A::kRelu:
+      return fn(std::integral_constant<A, A::kRelu>{});
+    case A::kSwish:
+      return fn(std::integral_constant<A, A::kSwish>{});
+    case A::kGeluErf:
+      return fn(std::integral_constant<A, A::kGeluErf>{});
+    case A::kGeluTanh:
+      return fn(std::integral_constant<A, A::kGeluTanh>{});
+    case A::kSigmoid:
+      return fn(std::integral_constant<A, A::kSigmoid>{});
+    case A::kTanh:
+      return fn(std::integral_constant<A, A::kTanh>{});
+  }
+  OASR_THROW(kInternal, lane, ": unhandled activation ", static_cast<int>(act));
+}
+
+// The last panel's per-channel operands, zero-padded to the panel's width
+// (kColumns), so the epilogue reads whole vectors: channels [col0, n).
+template <int64_t kColumns>
+struct PanelTail {
+  alignas(64) int32_t compensation[kColumns];
+  alignas(64) float w_scale[kColumns];
+  alignas(64) float bias[kColumns];
+  // compensation may be null (the AVX2 lane has none).
+  void fill(int64_t col0, int64_t n, const int32_t* all_compensation, const float* all_w_scale,
+            const float* all_bias) {
+    for (int64_t c = 0; c < kColumns; ++c) {
+      const bool valid = col0 + c < n;
+      compensation[c] = valid && all_compensation != nullptr ? all_compensation[col0 + c] : 0;
+      w_scale[c] = valid ? all_w_scale[col0 + c] : 0.0f;
+      bias[c] = valid && all_bias != nullptr ? all_bias[col0 + c] : 0.0f;
+    }
+  }
+};
+
+// pack(row_begin, row_end) over `rows` rows of A in tiles of `tile_rows`:
+// on the calling thread when A is small (a cheap pass that would not repay
+// waking the pool), else a tile a task.
+template <typename Pack>
+void pack_a_tiles(int64_t rows, int64_t tile_rows, int64_t k, ops::cpu::WorkerPool& pool,
+                  Pack&& pack) {
+  constexpr int64_t kParallelPackValues = 1 << 16;
+  if (rows * k < kParallelPackValues) {
+    pack(0, rows);
+    return;
+  }
+  pool.run(rows / tile_rows, [&](int64_t tile) { pack(tile * tile_rows, (tile + 1) * tile_rows); });
 }
 
 // Rows [row_begin, row_end) of A as u8 (a XOR 0x80 == a + 128) for

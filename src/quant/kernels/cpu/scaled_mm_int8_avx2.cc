@@ -175,9 +175,7 @@ struct GemmProblem {
   const float* bias;
   int64_t m;
   float* out;
-  // The last panel's w_scale / bias, zero-padded to 16 channels.
-  alignas(32) float tail_w_scale[kPanelColumns];
-  alignas(32) float tail_bias[kPanelColumns];
+  x86::PanelTail<kPanelColumns> tail;  // the last panel's w_scale / bias (no compensation)
 };
 
 template <Activation kAct>
@@ -200,8 +198,8 @@ OASR_AVX2_TARGET void run_block(const GemmProblem& problem, int64_t tile_begin, 
         epilogue.w_scale = problem.w_scale + col0;
         epilogue.bias = problem.bias == nullptr ? nullptr : problem.bias + col0;
       } else {
-        epilogue.w_scale = problem.tail_w_scale;
-        epilogue.bias = problem.bias == nullptr ? nullptr : problem.tail_bias;
+        epilogue.w_scale = problem.tail.w_scale;
+        epilogue.bias = problem.bias == nullptr ? nullptr : problem.tail.bias;
       }
       store_tile<kAct>(acc, problem.a_scale + row0, rows, epilogue, problem.out + row0 * n + col0,
                        n);
@@ -210,26 +208,6 @@ OASR_AVX2_TARGET void run_block(const GemmProblem& problem, int64_t tile_begin, 
 }
 
 using BlockFunction = void (*)(const GemmProblem&, int64_t, int64_t, int64_t, int64_t);
-
-BlockFunction block_function(Activation activation) {
-  switch (activation) {
-    case Activation::kNone:
-      return run_block<Activation::kNone>;
-    case Activation::kRelu:
-      return run_block<Activation::kRelu>;
-    case Activation::kSwish:
-      return run_block<Activation::kSwish>;
-    case Activation::kGeluErf:
-      return run_block<Activation::kGeluErf>;
-    case Activation::kGeluTanh:
-      return run_block<Activation::kGeluTanh>;
-    case Activation::kSigmoid:
-      return run_block<Activation::kSigmoid>;
-    case Activation::kTanh:
-      return run_block<Activation::kTanh>;
-  }
-  OASR_THROW(kInternal, "int8 AVX2 GEMM: unhandled activation ", static_cast<int>(activation));
-}
 
 }  // namespace
 
@@ -287,27 +265,18 @@ void scaled_mm_int8_avx2(const int8_t* a, const float* a_scale, const PackedInt8
   problem.bias = bias;
   problem.m = m;
   problem.out = out;
-  const int64_t tail_col0 = (w.panel_count() - 1) * kPanelColumns;
-  for (int64_t c = 0; c < kPanelColumns; ++c) {
-    const bool valid = tail_col0 + c < n;
-    problem.tail_w_scale[c] = valid ? w_scale[tail_col0 + c] : 0.0f;
-    problem.tail_bias[c] = valid && bias != nullptr ? bias[tail_col0 + c] : 0.0f;
-  }
+  problem.tail.fill((w.panel_count() - 1) * kPanelColumns, n, nullptr, w_scale, bias);
 
   const std::shared_ptr<ops::cpu::WorkerPool> pool = ops::cpu::shared_worker_pool();
   int16_t* a_packed = reinterpret_cast<int16_t*>(const_cast<int32_t*>(problem.a_packed));
-  // Sign-extending A is one cheap pass: split it over the threads only when
-  // it is large enough to repay waking them.
-  constexpr int64_t kParallelPackValues = 1 << 16;
-  if (tiles * kTileRows * k < kParallelPackValues) {
-    pack_a_rows(a, m, k, 0, tiles * kTileRows, 2 * k_pairs, a_packed);
-  } else {
-    pool->run(tiles, [&](int64_t tile) {
-      pack_a_rows(a, m, k, tile * kTileRows, (tile + 1) * kTileRows, 2 * k_pairs, a_packed);
-    });
-  }
+  // Sign-extending A is one cheap pass (split over the threads only when
+  // large enough to repay waking them).
+  x86::pack_a_tiles(tiles * kTileRows, kTileRows, k, *pool, [&](int64_t begin, int64_t end) {
+    pack_a_rows(a, m, k, begin, end, 2 * k_pairs, a_packed);
+  });
 
-  const BlockFunction block = block_function(act);
+  const BlockFunction block = x86::with_activation(
+      act, "int8 AVX2 GEMM", [](auto a) { return BlockFunction{run_block<decltype(a)::value>}; });
   const int64_t tile_blocks = (tiles + kBlockTiles - 1) / kBlockTiles;
   const int64_t panel_blocks = (w.panel_count() + kBlockPanels - 1) / kBlockPanels;
   pool->run(tile_blocks * panel_blocks, [&](int64_t task) {

@@ -121,10 +121,7 @@ struct GemmProblem {
   const float* bias;
   int64_t m;
   float* out;
-  // The last panel's operands, zero-padded to 32 channels.
-  alignas(64) int32_t tail_compensation[kPanelColumns];
-  alignas(64) float tail_w_scale[kPanelColumns];
-  alignas(64) float tail_bias[kPanelColumns];
+  x86::PanelTail<kPanelColumns> tail;  // the last panel's operands
 };
 
 template <Activation kAct>
@@ -148,9 +145,9 @@ OASR_VNNI_TARGET void run_block(const GemmProblem& problem, int64_t tile_begin, 
         epilogue.w_scale = problem.w_scale + col0;
         epilogue.bias = problem.bias == nullptr ? nullptr : problem.bias + col0;
       } else {
-        epilogue.compensation = problem.tail_compensation;
-        epilogue.w_scale = problem.tail_w_scale;
-        epilogue.bias = problem.bias == nullptr ? nullptr : problem.tail_bias;
+        epilogue.compensation = problem.tail.compensation;
+        epilogue.w_scale = problem.tail.w_scale;
+        epilogue.bias = problem.bias == nullptr ? nullptr : problem.tail.bias;
       }
       store_tile<kAct>(acc, problem.a_scale + row0, rows, epilogue, problem.out + row0 * n + col0,
                        n);
@@ -159,26 +156,6 @@ OASR_VNNI_TARGET void run_block(const GemmProblem& problem, int64_t tile_begin, 
 }
 
 using BlockFunction = void (*)(const GemmProblem&, int64_t, int64_t, int64_t, int64_t);
-
-BlockFunction block_function(Activation activation) {
-  switch (activation) {
-    case Activation::kNone:
-      return run_block<Activation::kNone>;
-    case Activation::kRelu:
-      return run_block<Activation::kRelu>;
-    case Activation::kSwish:
-      return run_block<Activation::kSwish>;
-    case Activation::kGeluErf:
-      return run_block<Activation::kGeluErf>;
-    case Activation::kGeluTanh:
-      return run_block<Activation::kGeluTanh>;
-    case Activation::kSigmoid:
-      return run_block<Activation::kSigmoid>;
-    case Activation::kTanh:
-      return run_block<Activation::kTanh>;
-  }
-  OASR_THROW(kInternal, "int8 VNNI GEMM: unhandled activation ", static_cast<int>(activation));
-}
 
 }  // namespace
 
@@ -244,26 +221,16 @@ void scaled_mm_int8_vnni(const int8_t* a, const float* a_scale, const PackedInt8
   problem.bias = bias;
   problem.m = m;
   problem.out = out;
-  const int64_t tail_col0 = (w.panel_count() - 1) * kPanelColumns;
-  for (int64_t c = 0; c < kPanelColumns; ++c) {
-    const bool valid = tail_col0 + c < n;
-    problem.tail_compensation[c] = valid ? w.compensation()[tail_col0 + c] : 0;
-    problem.tail_w_scale[c] = valid ? w_scale[tail_col0 + c] : 0.0f;
-    problem.tail_bias[c] = valid && bias != nullptr ? bias[tail_col0 + c] : 0.0f;
-  }
+  problem.tail.fill((w.panel_count() - 1) * kPanelColumns, n, w.compensation(), w_scale, bias);
 
   const std::shared_ptr<ops::cpu::WorkerPool> pool = ops::cpu::shared_worker_pool();
   auto* a_packed = reinterpret_cast<uint8_t*>(const_cast<int32_t*>(problem.a_packed));
-  constexpr int64_t kParallelPackValues = 1 << 16;
-  if (tiles * kTileRows * k < kParallelPackValues) {
-    pack_a_rows_u8(a, m, k, 0, tiles * kTileRows, 4 * k_quads, a_packed);
-  } else {
-    pool->run(tiles, [&](int64_t tile) {
-      pack_a_rows_u8(a, m, k, tile * kTileRows, (tile + 1) * kTileRows, 4 * k_quads, a_packed);
-    });
-  }
+  x86::pack_a_tiles(tiles * kTileRows, kTileRows, k, *pool, [&](int64_t begin, int64_t end) {
+    pack_a_rows_u8(a, m, k, begin, end, 4 * k_quads, a_packed);
+  });
 
-  const BlockFunction block = block_function(act);
+  const BlockFunction block = x86::with_activation(
+      act, "int8 VNNI GEMM", [](auto a) { return BlockFunction{run_block<decltype(a)::value>}; });
   const int64_t tile_blocks = (tiles + kBlockTiles - 1) / kBlockTiles;
   const int64_t panel_blocks = (w.panel_count() + kBlockPanels - 1) / kBlockPanels;
   pool->run(tile_blocks * panel_blocks, [&](int64_t task) {
