@@ -12,6 +12,9 @@ const std::vector<Variable>& known_variables() {
       {"OASR_LOG_LEVEL", "trace|debug|info|warn|error|off (default: warn)"},
       {"OASR_SCALED_MM_BACKEND", "auto|native|mma_sync|cublaslt: the 8-bit GEMM lane"},
       {"OASR_QUANT_FUSION", "0 disarms every fused quantize producer (A/B attribution)"},
+      {"OASR_QUANT_GEMV",
+       "0 runs int8 GEMMs of M <= 16 rows through the lane's tiled kernel, with a separate "
+       "input quantize, instead of the GEMV that quantizes on chip (A/B)"},
       {"OASR_FUSED_ATTENTION",
        "0 runs the CUDA attention unfused (products, softmax, copies; A/B): the encoder's "
        "self-attention and the decoder's cached and cross-attention"},
@@ -68,6 +71,10 @@ bool quant_fusion_enabled() {
   return get_bool("OASR_QUANT_FUSION", true);
 }
 
+bool quant_gemv_enabled() {
+  return get_bool("OASR_QUANT_GEMV", true);
+}
+
 bool fused_attention_enabled() {
   return get_bool("OASR_FUSED_ATTENTION", true);
 }
@@ -78,6 +85,7 @@ bool cuda_graphs_enabled() {
 
 void check_switches() {
   quant_fusion_enabled();
+  quant_gemv_enabled();
   fused_attention_enabled();
   cuda_graphs_enabled();
 }

@@ -33,6 +33,12 @@ std::string get_choice(const std::string& name, const std::vector<std::string>& 
 // for A/B attribution; the arithmetic is bit-identical either way.
 bool quant_fusion_enabled();
 
+// OASR_QUANT_GEMV (default on): whether an int8 GEMM of at most 16 rows
+// runs as the GEMV (quant/kernels/cuda/scaled_mm_cuda.h), which also folds
+// the input's quantize in. 0 runs the tiled kernel after a separate quantize,
+// for A/B timing; the bits are the same either way.
+bool quant_gemv_enabled();
+
 // OASR_FUSED_ATTENTION (default on): whether the CUDA encoder's relative-
 // position self-attention (ops/attention.h) and an autoregressive decoder's
 // cached self- and cross-attention (ops/cached_attention.h) run as one

@@ -377,7 +377,7 @@ TEST(CliBadInput, WeightsThatDoNotFitTheConfigNameTheDirectoryAndTheKeys) {
 // file's: no audio path in front of it.
 TEST(CliBadInput, AMalformedSwitchIsRefusedAtStartUpWithoutAnAudioPath) {
   for (const std::string variable :
-       {"OASR_CUDA_GRAPHS", "OASR_FUSED_ATTENTION", "OASR_QUANT_FUSION"}) {
+       {"OASR_CUDA_GRAPHS", "OASR_FUSED_ATTENTION", "OASR_QUANT_FUSION", "OASR_QUANT_GEMV"}) {
     const CommandResult r =
         run_command(variable + "=maybe " + shell_quote(OASR_CLI_BINARY) +
                     " transcribe --ckpt-dir " + shell_quote(kModel) + " /nonexistent/a.wav 2>&1");

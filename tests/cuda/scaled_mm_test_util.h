@@ -9,6 +9,7 @@
 
 #include <cstdint>
 #include <cstring>
+#include <functional>
 #include <random>
 #include <string>
 #include <utility>
@@ -217,5 +218,76 @@ struct Fp8Device {
         bias(p.bias),
         multiplier(p.multiplier) {}
 };
+
+// A kernel under test: its name (for the failure) and how it runs one GEMM.
+using Int8Runner = std::pair<std::string, std::function<void(const cuda::ScaledMMArgs&)>>;
+
+// Every runner, every output mode, with and without bias, each activation of
+// `acts`: the output bytes equal the reference's (fp32 reference, rounded
+// once on the host to the served dtype, or quantized with the consumer
+// multiplier).
+inline void check_int8_outputs(const Int8Problem& p, const std::vector<Int8Runner>& runners,
+                               const std::vector<Activation>& acts = {
+                                   Activation::kNone, Activation::kSwish, Activation::kRelu}) {
+  DeviceBuffer a(p.a), w(p.w), a_scale(p.a_scale), w_scale(p.w_scale), bias(p.bias),
+      multiplier(p.multiplier);
+  DeviceBuffer out(static_cast<size_t>(p.m * p.n) * 4);
+  ASSERT_NE(out.get(), nullptr);
+  const auto rows = checked_rows(p.m);
+  for (bool with_bias : {false, true}) {
+    for (Activation act : acts) {
+      std::vector<std::vector<float>> reference;
+      for (const auto& [begin, end] : rows) {
+        std::vector<float> block(static_cast<size_t>((end - begin) * p.n));
+        scaled_mm_int8_reference(p.a.data() + begin * p.k, p.a_scale.data() + begin, p.w.data(),
+                                 p.w_scale.data(), with_bias ? p.bias.data() : nullptr, act,
+                                 end - begin, p.n, p.k, block.data());
+        reference.push_back(std::move(block));
+      }
+      for (const OutputMode& mode : kOutputModes) {
+        std::vector<uint8_t> expected;
+        for (size_t block = 0; block < rows.size(); ++block) {
+          const int64_t count = rows[block].second - rows[block].first;
+          for (int64_t r = 0; r < count; ++r) {
+            append_expected(reference[block].data() + r * p.n, p.n, mode, p.multiplier, false,
+                            expected);
+          }
+        }
+        for (const auto& [name, run] : runners) {
+          cuda::ScaledMMArgs args;
+          args.format = QDType::kInt8;
+          args.a = a.get();
+          args.a_scale = a_scale.as<float>();
+          args.w = w.get();
+          args.w_scale = w_scale.as<float>();
+          args.bias = with_bias ? bias.as<float>() : nullptr;
+          args.act = act;
+          args.m = p.m;
+          args.n = p.n;
+          args.k = p.k;
+          args.served = mode.served;
+          args.out = out.get();
+          args.out_multiplier = mode.quantize ? multiplier.as<float>() : nullptr;
+          ASSERT_NO_THROW(run(args)) << name;
+          std::vector<uint8_t> actual;
+          const size_t row_bytes = static_cast<size_t>(p.n) * output_element_bytes(mode);
+          for (const auto& [begin, end] : rows) {
+            const std::vector<uint8_t> block = download_rows(out.get(), begin, end, row_bytes);
+            actual.insert(actual.end(), block.begin(), block.end());
+          }
+          ASSERT_EQ(actual.size(), expected.size());
+          if (std::memcmp(actual.data(), expected.data(), actual.size()) != 0) {
+            size_t first = 0;
+            while (actual[first] == expected[first]) ++first;
+            FAIL() << name << " M=" << p.m << " N=" << p.n << " K=" << p.k << " " << describe(mode)
+                   << (with_bias ? " bias " : " no-bias ") << activation_name(act)
+                   << ": first differing byte " << first << " (output row " << first / row_bytes
+                   << " of the checked rows)";
+          }
+        }
+      }
+    }
+  }
+}
 
 }  // namespace oasr::quant::scaled_mm_test

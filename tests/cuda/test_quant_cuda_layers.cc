@@ -111,7 +111,9 @@ TEST_F(CudaQuantLayers, Int8LinearEqualsTheCpuReferenceBitwise) {
           gpu.serve(Device::cuda(0), dtype, backend);
           EXPECT_EQ(gpu.layer->quant_method()->lane().name,
                     std::string(backend) == "auto" ? auto_lane() : backend);
-          for (const int64_t rows : {1, 17, 300}) {
+          // 1 and 5 rows: the GEMV with the quantize folded in (auto, native,
+          // mma_sync); 16 its last row count; 17 and 300 the tiled kernels.
+          for (const int64_t rows : {1, 5, 16, 17, 300}) {
             const Tensor x = normal_tensor({rows, 256}, rng, 1.5f);
             const Tensor got = gpu.layer->forward(x.to(dtype).to(Device::cuda(0)));
             EXPECT_EQ(got.dtype(), dtype);
@@ -244,9 +246,12 @@ TEST_F(CudaQuantLayers, LanesAndRefusals) {
   QuantLinear a(64, 32, Activation::kNone, "int8_w8a8", 1);
   a.serve(Device::cuda(0), DType::kF16, "auto");
   EXPECT_EQ(a.layer->quant_method()->lane().name, auto_lane());
-  EXPECT_NE(a.layer->quant_method()->kernel_name(1).find(on_hopper ? "sm90_s8_" : "mma_sync"),
+  EXPECT_NE(a.layer->quant_method()->kernel_name(64).find(on_hopper ? "sm90_s8_" : "mma_sync"),
             std::string::npos)
-      << a.layer->quant_method()->kernel_name(1);
+      << a.layer->quant_method()->kernel_name(64);
+  // Up to 16 rows: the GEMV, on either lane.
+  EXPECT_EQ(a.layer->quant_method()->kernel_name(1), "gemv_s8_r1");
+  EXPECT_EQ(a.layer->quant_method()->kernel_name(16), "gemv_s8_r16");
   // mma_sync stays the A/B arm on Hopper.
   QuantLinear ab(64, 32, Activation::kNone, "int8_w8a8", 1);
   ab.serve(Device::cuda(0), DType::kF16, "mma_sync");

@@ -16,6 +16,7 @@
 #include "core/error.h"
 #include "core/float_types.h"
 #include "quant/kernels/cuda/native/scaled_mm_native.h"
+#include "quant/kernels/cuda/quantize_cuda.h"
 #include "quant/kernels/cuda/scaled_mm_cuda.h"
 #include "quant/number_format.h"
 
@@ -82,6 +83,47 @@ double time_launch(const BenchScaledMMOptions& options, Launch&& launch) {
   cudaEventDestroy(start);
   cudaEventDestroy(stop);
   return median(times_us);
+}
+
+// The float16 input of a forward at args' shape, quantized by its own
+// kernel and then multiplied by the tiled kernel (mma.sync, or the native
+// table's on Hopper), against quantize_gemv_int8 (one launch).
+template <typename Emit>
+void time_folded_quantize(const BenchScaledMMOptions& options, quant::cuda::ScaledMMArgs args,
+                          DeviceBuffers& buffers, std::mt19937& rng, Emit&& emit) {
+  std::uniform_real_distribution<float> real(-4.0f, 4.0f);
+  std::vector<uint16_t> x(static_cast<size_t>(args.m * args.k));
+  for (uint16_t& v : x) v = f32_to_f16_bits(real(rng));
+  const void* x_device = buffers.upload(x);
+  auto* q = static_cast<int8_t*>(buffers.allocate(static_cast<size_t>(args.m * args.k)));
+  auto* scale = static_cast<float*>(buffers.allocate(static_cast<size_t>(args.m) * 4));
+  quant::cuda::ScaledMMArgs tiled = args;
+  tiled.a = q;
+  tiled.a_scale = scale;
+  std::string why;
+  const bool native = quant::cuda::native_supported(args.format, args.device_index, &why);
+  const quant::cuda::NativeConfig table =
+      native ? quant::cuda::choose_native_config(args.format, args.m, args.n, args.k, args.served,
+                                                 false, args.act)
+             : quant::cuda::NativeConfig{};
+  const quant::cuda::MmaSyncConfig chosen =
+      quant::cuda::choose_mma_sync_config(args.format, args.m, args.n, args.k);
+  const double two_launches_us = time_launch(options, [&] {
+    quant::cuda::quantize_per_token(args.format, x_device, DType::kF16, nullptr, args.m, args.k, q,
+                                    scale, args.device_index);
+    if (native) {
+      quant::cuda::scaled_mm_native(tiled, table);
+    } else {
+      quant::cuda::scaled_mm_mma_sync(tiled, chosen);
+    }
+  });
+  emit("quantize+" + std::string(native ? "native" : "mma_sync"),
+       native ? table.name(args.format) : chosen.name(), two_launches_us);
+  quant::cuda::GemvInput input;
+  input.x = x_device;
+  input.x_dtype = DType::kF16;
+  emit("quantize_gemv", quant::cuda::gemv_kernel_name(args.m),
+       time_launch(options, [&] { quant::cuda::quantize_gemv_int8(input, args); }));
 }
 
 }  // namespace
@@ -174,6 +216,17 @@ void run_oasr(const BenchScaledMMOptions& options, const std::vector<Shape>& sha
                    time_launch(options, [&] { quant::cuda::scaled_mm_native(args, config); }));
             }
           }
+        }
+        // Up to 16 rows, int8: the GEMV that auto serves there (both lanes
+        // route to it), and, for float16 output, what a layer's forward runs:
+        // the input quantize and the GEMM as two launches against the GEMV
+        // that quantizes on chip.
+        if (quant::cuda::gemv_takes(format, shape.m, shape.n, shape.k)) {
+          const double gemv_us = time_launch(options, [&] { quant::cuda::scaled_gemv_int8(args); });
+          emit("gemv", quant::cuda::gemv_kernel_name(shape.m), gemv_us);
+          results[{format_name, out, shape.m, shape.n, shape.k}] = gemv_us;
+          if (args.out_multiplier == nullptr)
+            time_folded_quantize(options, args, buffers, rng, emit);
         }
         if (options.sweep) {
           for (const auto& config : quant::cuda::mma_sync_configs(format)) {

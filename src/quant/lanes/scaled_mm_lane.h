@@ -89,6 +89,10 @@ struct ScaledMMLane {
   CudaScaledMMFn cuda_scaled_mm = nullptr;
   CudaSupportsFn cuda_supports = nullptr;
   CudaKernelNameFn cuda_kernel_name = nullptr;
+  // The lane runs int8 GEMMs of at most 16 rows as the GEMV
+  // (quant/kernels/cuda/scaled_mm_cuda.h), so QuantMethod::forward may fold
+  // the input's quantize into it (cuda::quantize_gemv_int8).
+  bool cuda_small_m_gemv = false;
 
   bool is_cuda() const { return cuda_scaled_mm != nullptr; }
   bool serves(QDType format) const;  // has a scaled GEMM and both quantizers for it

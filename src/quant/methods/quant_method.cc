@@ -270,11 +270,53 @@ Tensor QuantMethod::forward(const Tensor& x, const QuantizedParams& params, Acti
              kInvalidArgument, "quantized ", scheme_.name, " GEMM: input dtype ",
              dtype_name(x.dtype()), " is not float32, float16 or bfloat16");
   const Tensor x2 = x.contiguous().view({-1, k});
-  const QuantizedActivation q = quantize_input(x2, params);
-  Tensor y = scaled_mm(q, params, act, x.dtype());
+  Tensor y;
+  if (!forward_gemv(x2, params, act, y)) {
+    const QuantizedActivation q = quantize_input(x2, params);
+    y = scaled_mm(q, params, act, x.dtype());
+  }
   Shape out_shape = x.shape();
   out_shape.back() = params.weight.size(0);
   return y.view(out_shape);
+}
+
+bool QuantMethod::forward_gemv(const Tensor& x2, const QuantizedParams& params, Activation act,
+                               Tensor& y) const {
+  if (!lane().cuda_small_m_gemv || x2.device() != device_) return false;
+  const auto on_cpu = [] { return false; };
+  const auto on_cuda = [&](auto) {
+    const int64_t m = x2.size(0);
+    const int64_t k = x2.size(1);
+    const int64_t n = params.weight.size(0);
+    cuda::GemvInput input;
+    input.x = x2.raw_data();
+    input.x_dtype = x2.dtype();
+    Tensor smooth;
+    if (has_static_input()) {
+      input.static_multiplier = static_multiplier_device_.data<float>();
+      input.static_scale = static_scale_;
+    } else if (params.smooth_inv.defined()) {
+      smooth = params.smooth_inv.contiguous();
+      input.smooth_inv = smooth.data<float>();
+    }
+    if (!cuda::quantize_gemv_takes(input, format(), m, n, k)) return false;
+    y = Tensor::empty({m, n}, x2.dtype(), device_);
+    cuda::ScaledMMArgs args;
+    args.format = format();
+    args.w = params.weight.raw_data();
+    args.w_scale = params.weight_scale.data<float>();
+    args.bias = bias_f32_.defined() ? bias_f32_.data<float>() : nullptr;
+    args.act = act;
+    args.m = m;
+    args.n = n;
+    args.k = k;
+    args.served = x2.dtype();
+    args.out = y.raw_data();
+    args.device_index = device_.index;
+    cuda::quantize_gemv_int8(input, args);
+    return true;
+  };
+  return on_device("forward_gemv", device_, on_cpu, on_cuda);
 }
 
 QuantizedActivation QuantMethod::scaled_mm_quant(const QuantizedActivation& input,

@@ -106,6 +106,9 @@ class QuantMethod {
   Tensor scaled_mm(const QuantizedActivation& input, const QuantizedParams& params, Activation act,
                    DType out_dtype = DType::kF32) const;
   // Both, for x [..., K] in fp32/fp16/bf16 -> [..., N] in x's dtype, rounded once.
+  // On a CUDA lane with the small-M GEMV (ScaledMMLane::cuda_small_m_gemv),
+  // up to 16 rows go through it with the quantize folded in: one launch,
+  // the same bits.
   Tensor forward(const Tensor& x, const QuantizedParams& params, Activation act) const;
 
   // The quantizing epilogue of a GEMM-chain producer (spec "One quantized
@@ -143,6 +146,10 @@ class QuantMethod {
   std::string kernel_name(int64_t m) const;
 
  private:
+  // forward's small-M CUDA path; false (y untouched) where it does not apply.
+  bool forward_gemv(const Tensor& x2, const QuantizedParams& params, Activation act,
+                    Tensor& y) const;
+
   QuantScheme scheme_;
   const ScaledMMLane* lane_ = nullptr;
   FormatKernels cpu_kernels_;                    // a CPU lane's kernels for the format (bind)

@@ -17,6 +17,7 @@ std::vector<ScaledMMLane> builtin_lanes() {
   native.cuda_scaled_mm = [](const ScaledMMArgs& args) { scaled_mm_native(args); };
   native.cuda_supports = native_supported;
   native.cuda_kernel_name = native_kernel_name;
+  native.cuda_small_m_gemv = true;
   lanes.push_back(native);
   ScaledMMLane mma_sync;
   mma_sync.name = "mma_sync";
@@ -26,8 +27,10 @@ std::vector<ScaledMMLane> builtin_lanes() {
   mma_sync.cuda_scaled_mm = [](const ScaledMMArgs& args) { scaled_mm_mma_sync(args); };
   mma_sync.cuda_supports = mma_sync_supported;
   mma_sync.cuda_kernel_name = [](QDType format, int64_t m, int64_t n, int64_t k) {
+    if (gemv_takes(format, m, n, k)) return gemv_kernel_name(m);
     return choose_mma_sync_config(format, m, n, k).name();
   };
+  mma_sync.cuda_small_m_gemv = true;
   lanes.push_back(mma_sync);
   ScaledMMLane cublaslt;
   cublaslt.name = "cublaslt";

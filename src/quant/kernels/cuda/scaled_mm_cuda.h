@@ -80,4 +80,43 @@ void scaled_mm_cublaslt(const ScaledMMArgs& args);
 // The report's name of the cublaslt lane's GEMM for `format`.
 std::string cublaslt_kernel_name(QDType format, int64_t m, int64_t n, int64_t k);
 
+// ---- small M: the int8 GEMV (scaled_gemv.cu) --------------------------------
+// At M <= kGemvMaxRows (a decoder step) a tiled GEMM computes a mostly empty
+// tile over a few CTAs, and its time is latency. The GEMV spreads N over
+// many CTAs instead: each stages the (<= 16) 8-bit input rows in shared
+// memory and each warp reduces whole weight rows with dp4a. The int32 sums
+// are exact in any order, and the epilogue is scaled_mm_epilogue.cuh's, so
+// it stores the mma.sync lane's bits (for every output mode); a row's result
+// does not depend on M, so the choice by M keeps batch invariance. int8 only:
+// e4m3's bits are those of the tensor core's k32 step.
+inline constexpr int64_t kGemvMaxRows = 16;
+
+// Whether the GEMV runs this shape: int8, 1 <= M <= kGemvMaxRows, K % 16 == 0,
+// N % 8 == 0, the staged rows fit 48 KiB of shared memory (M rounded up to a
+// power of two, times K), and OASR_QUANT_GEMV is not 0.
+bool gemv_takes(QDType format, int64_t m, int64_t n, int64_t k);
+// The report's name of the GEMV for M rows ("gemv_s8_r16").
+std::string gemv_kernel_name(int64_t m);
+// The GEMV on an already quantized input (args as for the lanes; the
+// caller checked gemv_takes). Both CUDA int8 lanes route M <= 16 here.
+void scaled_gemv_int8(const ScaledMMArgs& args);
+
+// The input quantize folded into the GEMV: x [M, K] in the served dtype
+// (float32, float16, bfloat16) is quantized on chip, per token
+// (quantize_row_dynamic_int8, with smooth_inv when given) or with a static
+// multiplier (quantize_row_static_int8; every row's scale static_scale), and
+// never written out; args.a and args.a_scale are unused. Bit-identical to
+// quantize_per_token / quantize_static followed by scaled_gemv_int8.
+struct GemvInput {
+  const void* x = nullptr;
+  DType x_dtype = DType::kF32;
+  const float* smooth_inv = nullptr;         // [K] or null (per token)
+  const float* static_multiplier = nullptr;  // [K]: the static recipe; null: per token
+  float static_scale = 0.0f;
+};
+// Whether quantize_gemv_int8 runs x: gemv_takes, and x, smooth_inv and the
+// multiplier 16-byte aligned.
+bool quantize_gemv_takes(const GemvInput& input, QDType format, int64_t m, int64_t n, int64_t k);
+void quantize_gemv_int8(const GemvInput& input, const ScaledMMArgs& args);
+
 }  // namespace oasr::quant::cuda

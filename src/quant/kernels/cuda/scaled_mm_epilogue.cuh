@@ -64,13 +64,13 @@ __device__ __forceinline__ float round_to_served(float y, ServedKind served) {
 }
 
 // Epilogue of outputs (row, col) and (row, col + 1); col is even, col + 1 < n.
-// Not inlined: a GEMM tile calls it for every fragment pair of its unrolled
-// accumulator, and one copy of the activation code per call site would
-// multiply the kernels' size and compile time for no speed.
+// a_scale is the row's input scale: p.a_scale[row], or the value the small-M
+// GEMV computed on chip (scaled_gemv.cu). Not inlined: a kernel calls it
+// from an unrolled loop, and one copy of the activation code per call site
+// would multiply the kernel's size and compile time for no speed.
 template <typename Acc>
 __device__ __noinline__ void store_epilogue_pair(const EpilogueParams& p, int64_t row, int64_t col,
-                                                 Acc acc0, Acc acc1) {
-  const float a_scale = p.a_scale[row];
+                                                 float a_scale, Acc acc0, Acc acc1) {
   const float bias0 = p.bias != nullptr ? p.bias[col] : kNoBias;
   const float bias1 = p.bias != nullptr ? p.bias[col + 1] : kNoBias;
   const float y0 = epilogue_value(acc0, a_scale, p.w_scale[col], bias0, p.act);

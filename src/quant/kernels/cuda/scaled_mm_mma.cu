@@ -418,6 +418,10 @@ bool mma_sync_supported(QDType format, int device_index, std::string* why) {
 }
 
 void scaled_mm_mma_sync(const ScaledMMArgs& args) {
+  if (gemv_takes(args.format, args.m, args.n, args.k)) {
+    scaled_gemv_int8(args);
+    return;
+  }
   scaled_mm_mma_sync(args, choose_mma_sync_config(args.format, args.m, args.n, args.k));
 }
 

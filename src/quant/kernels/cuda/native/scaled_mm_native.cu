@@ -209,6 +209,7 @@ bool native_takes(const ScaledMMArgs& args) {
 }
 
 std::string native_kernel_name(QDType format, int64_t m, int64_t n, int64_t k) {
+  if (gemv_takes(format, m, n, k)) return gemv_kernel_name(m);
   // The report asks per layer with its served dtype unknown here; the table
   // row of float16 output names the configuration.
   return choose_native_config(format, m, n, k, DType::kF16, false).name(format);
@@ -232,6 +233,10 @@ bool native_preferred(const ScaledMMArgs& args) {
 }
 
 void scaled_mm_native(const ScaledMMArgs& args) {
+  if (gemv_takes(args.format, args.m, args.n, args.k)) {
+    scaled_gemv_int8(args);
+    return;
+  }
   if (!native_takes(args) || !native_preferred(args)) {
     scaled_mm_mma_sync(args);
     return;
