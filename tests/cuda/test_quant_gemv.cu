@@ -11,6 +11,7 @@
 #include <stdlib.h>
 
 #include <cstdint>
+#include <cstdlib>
 #include <cstring>
 #include <random>
 #include <string>
@@ -43,21 +44,31 @@ const std::pair<int64_t, int64_t> kShapes[] = {{16, 8},     {48, 24},    {272, 1
                                                {384, 1536}, {1536, 384}, {512, 2048}, {2048, 512}};
 
 TEST(QuantGemv, TakesSmallInt8ShapesOnly) {
-  EXPECT_TRUE(cuda::gemv_takes(QDType::kInt8, 1, 384, 384));
-  EXPECT_TRUE(cuda::gemv_takes(QDType::kInt8, 16, 384, 1536));
-  EXPECT_FALSE(cuda::gemv_takes(QDType::kInt8, 0, 384, 384));
-  EXPECT_FALSE(cuda::gemv_takes(QDType::kInt8, 17, 384, 384));
-  EXPECT_FALSE(cuda::gemv_takes(QDType::kFp8E4M3, 4, 384, 384));  // the k32 step's bits
-  EXPECT_FALSE(cuda::gemv_takes(QDType::kInt8, 4, 384, 24));      // K % 16
-  EXPECT_FALSE(cuda::gemv_takes(QDType::kInt8, 4, 12, 384));      // N % 8
+  EXPECT_TRUE(cuda::gemv_fits(QDType::kInt8, 1, 384, 384));
+  EXPECT_TRUE(cuda::gemv_fits(QDType::kInt8, 16, 384, 1536));
+  EXPECT_FALSE(cuda::gemv_fits(QDType::kInt8, 0, 384, 384));
+  EXPECT_FALSE(cuda::gemv_fits(QDType::kInt8, 17, 384, 384));
+  EXPECT_FALSE(cuda::gemv_fits(QDType::kFp8E4M3, 4, 384, 384));  // the k32 step's bits
+  EXPECT_FALSE(cuda::gemv_fits(QDType::kInt8, 4, 384, 24));      // K % 16
+  EXPECT_FALSE(cuda::gemv_fits(QDType::kInt8, 4, 12, 384));      // N % 8
   // Staged rows: M rounded up to a power of two, times K, within 47 KiB.
-  EXPECT_TRUE(cuda::gemv_takes(QDType::kInt8, 8, 1280, 5120));
-  EXPECT_FALSE(cuda::gemv_takes(QDType::kInt8, 9, 1280, 5120));
+  EXPECT_TRUE(cuda::gemv_fits(QDType::kInt8, 8, 1280, 5120));
+  EXPECT_FALSE(cuda::gemv_fits(QDType::kInt8, 9, 1280, 5120));
   EXPECT_EQ(cuda::gemv_kernel_name(5), "gemv_s8_r8");
+  // OASR_QUANT_GEMV decides the routing only; the value in force is restored.
+  const char* before = std::getenv("OASR_QUANT_GEMV");
+  const std::string saved = before != nullptr ? before : "";
   ASSERT_EQ(setenv("OASR_QUANT_GEMV", "0", 1), 0);
   EXPECT_FALSE(cuda::gemv_takes(QDType::kInt8, 1, 384, 384));
-  ASSERT_EQ(unsetenv("OASR_QUANT_GEMV"), 0);
+  EXPECT_TRUE(cuda::gemv_fits(QDType::kInt8, 1, 384, 384));
+  ASSERT_EQ(setenv("OASR_QUANT_GEMV", "1", 1), 0);
   EXPECT_TRUE(cuda::gemv_takes(QDType::kInt8, 1, 384, 384));
+  EXPECT_FALSE(cuda::gemv_takes(QDType::kInt8, 17, 384, 384));
+  if (before != nullptr) {
+    ASSERT_EQ(setenv("OASR_QUANT_GEMV", saved.c_str(), 1), 0);
+  } else {
+    ASSERT_EQ(unsetenv("OASR_QUANT_GEMV"), 0);
+  }
 }
 
 TEST(QuantGemv, Int8EqualsReferenceBitwise) {
@@ -65,7 +76,8 @@ TEST(QuantGemv, Int8EqualsReferenceBitwise) {
   std::mt19937 rng(4321);
   const std::vector<Int8Runner> runners = {
       {"scaled_gemv_int8", [](const ScaledMMArgs& args) { cuda::scaled_gemv_int8(args); }},
-      // What the lanes serve at these M: the GEMV again, by their own routing.
+      // What the lane serves at these M: the GEMV, or under OASR_QUANT_GEMV=0
+      // its tiled kernel.
       {"scaled_mm_mma_sync", [](const ScaledMMArgs& args) { cuda::scaled_mm_mma_sync(args); }}};
   const std::vector<Activation> acts = {Activation::kNone, Activation::kSwish, Activation::kRelu,
                                         Activation::kGeluErf};
@@ -74,7 +86,7 @@ TEST(QuantGemv, Int8EqualsReferenceBitwise) {
       const Int8Problem p = make_int8_problem(m, n, k, rng);
       SCOPED_TRACE("M=" + std::to_string(m) + " N=" + std::to_string(n) +
                    " K=" + std::to_string(k));
-      ASSERT_TRUE(cuda::gemv_takes(QDType::kInt8, m, n, k));
+      ASSERT_TRUE(cuda::gemv_fits(QDType::kInt8, m, n, k));
       check_int8_outputs(p, runners, acts);
       if (HasFatalFailure()) return;
     }
@@ -86,7 +98,7 @@ TEST(QuantGemv, Int8LongestK) {
   SKIP_WITHOUT_INT8();
   std::mt19937 rng(8);
   const int64_t k = 47 * 1024;
-  ASSERT_TRUE(cuda::gemv_takes(QDType::kInt8, 1, 8, k));
+  ASSERT_TRUE(cuda::gemv_fits(QDType::kInt8, 1, 8, k));
   Int8Problem p = make_int8_problem(1, 8, k, rng);
   std::fill(p.a_scale.begin(), p.a_scale.end(), 1.0f);
   std::fill(p.w_scale.begin(), p.w_scale.end(), 1.0f);
@@ -204,7 +216,7 @@ TEST(QuantGemv, QuantizeFoldedInEqualsQuantizeThenReference) {
           args.k = k;
           args.served = dtype;
           args.out = out.get();
-          ASSERT_TRUE(cuda::quantize_gemv_takes(input, QDType::kInt8, m, n, k));
+          ASSERT_TRUE(cuda::quantize_gemv_fits(input, QDType::kInt8, m, n, k));
           ASSERT_NO_THROW(cuda::quantize_gemv_int8(input, args));
           const std::vector<uint8_t> actual = download_rows(out.get(), 0, m, row_bytes);
           ASSERT_EQ(actual.size(), expected.size());
@@ -236,11 +248,11 @@ TEST(QuantGemv, RefusesWhatItDoesNotTake) {
   cuda::GemvInput input;
   input.x = buffer.as<uint8_t>() + 2;
   input.x_dtype = DType::kF16;
-  EXPECT_FALSE(cuda::quantize_gemv_takes(input, QDType::kInt8, 4, 8, 32));
+  EXPECT_FALSE(cuda::quantize_gemv_fits(input, QDType::kInt8, 4, 8, 32));
   EXPECT_THROW(cuda::quantize_gemv_int8(input, args), Error);
   input.x = buffer.get();
   input.x_dtype = DType::kI32;
-  EXPECT_FALSE(cuda::quantize_gemv_takes(input, QDType::kInt8, 4, 8, 32));
+  EXPECT_FALSE(cuda::quantize_gemv_fits(input, QDType::kInt8, 4, 8, 32));
   input.x_dtype = DType::kF16;
   input.static_multiplier = buffer.as<float>();
   input.smooth_inv = buffer.as<float>();

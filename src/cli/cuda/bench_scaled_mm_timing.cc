@@ -101,7 +101,10 @@ void time_folded_quantize(const BenchScaledMMOptions& options, quant::cuda::Scal
   tiled.a = q;
   tiled.a_scale = scale;
   std::string why;
-  const bool native = quant::cuda::native_supported(args.format, args.device_index, &why);
+  // The tiled kernel the lane runs at this shape: the native table's where
+  // the native lane takes and prefers it, else mma.sync.
+  const bool native = quant::cuda::native_supported(args.format, args.device_index, &why) &&
+                      quant::cuda::native_takes(tiled) && quant::cuda::native_preferred(tiled);
   const quant::cuda::NativeConfig table =
       native ? quant::cuda::choose_native_config(args.format, args.m, args.n, args.k, args.served,
                                                  false, args.act)

@@ -285,9 +285,9 @@ void launch_typed(const StageParams& stage, DType x_dtype, const ScaledMMArgs& a
 
 // The checks every GEMV launch makes on the GEMM half of its arguments.
 void check_gemm_args(const ScaledMMArgs& args, const char* op) {
-  OASR_CHECK(gemv_takes(args.format, args.m, args.n, args.k), kInvalidArgument, op,
+  OASR_CHECK(gemv_fits(args.format, args.m, args.n, args.k), kInvalidArgument, op,
              ": the GEMV does not run M=", args.m, " N=", args.n, " K=", args.k, " (format ",
-             to_string(args.format), "); ask gemv_takes first");
+             to_string(args.format), "); ask gemv_fits first");
   OASR_CHECK(
       args.served == DType::kF32 || args.served == DType::kF16 || args.served == DType::kBF16,
       kUnsupported, op, ": the served dtype must be float32, float16 or bfloat16, got ",
@@ -300,11 +300,14 @@ void check_gemm_args(const ScaledMMArgs& args, const char* op) {
 
 }  // namespace
 
-bool gemv_takes(QDType format, int64_t m, int64_t n, int64_t k) {
+bool gemv_fits(QDType format, int64_t m, int64_t n, int64_t k) {
   if (format != QDType::kInt8 || m < 1 || m > kGemvMaxRows || n <= 0 || k <= 0) return false;
   if (k % 16 != 0 || n % 8 != 0 || k > kInt8MaxExactK) return false;
-  if (rows_bucket(m) * k > kMaxStagedBytes) return false;
-  return env::quant_gemv_enabled();
+  return rows_bucket(m) * k <= kMaxStagedBytes;
+}
+
+bool gemv_takes(QDType format, int64_t m, int64_t n, int64_t k) {
+  return gemv_fits(format, m, n, k) && env::quant_gemv_enabled();
 }
 
 std::string gemv_kernel_name(int64_t m) {
@@ -323,7 +326,11 @@ void scaled_gemv_int8(const ScaledMMArgs& args) {
 }
 
 bool quantize_gemv_takes(const GemvInput& input, QDType format, int64_t m, int64_t n, int64_t k) {
-  if (!gemv_takes(format, m, n, k)) return false;
+  return quantize_gemv_fits(input, format, m, n, k) && env::quant_gemv_enabled();
+}
+
+bool quantize_gemv_fits(const GemvInput& input, QDType format, int64_t m, int64_t n, int64_t k) {
+  if (!gemv_fits(format, m, n, k)) return false;
   if (input.x == nullptr || !aligned_to(input.x, 16)) return false;
   if (input.smooth_inv != nullptr && !aligned_to(input.smooth_inv, 16)) return false;
   if (input.static_multiplier != nullptr && !aligned_to(input.static_multiplier, 16)) return false;
@@ -334,9 +341,9 @@ bool quantize_gemv_takes(const GemvInput& input, QDType format, int64_t m, int64
 void quantize_gemv_int8(const GemvInput& input, const ScaledMMArgs& args) {
   constexpr const char* kOp = "quantize_gemv_int8";
   check_gemm_args(args, kOp);
-  OASR_CHECK(quantize_gemv_takes(input, args.format, args.m, args.n, args.k), kInvalidArgument, kOp,
+  OASR_CHECK(quantize_gemv_fits(input, args.format, args.m, args.n, args.k), kInvalidArgument, kOp,
              ": x (float32, float16 or bfloat16) and its multipliers must be 16-byte aligned ",
-             "device pointers; ask quantize_gemv_takes first");
+             "device pointers; ask quantize_gemv_fits first");
   OASR_CHECK(input.static_multiplier == nullptr || input.smooth_inv == nullptr, kInvalidArgument,
              kOp, ": a static input folds its smoother into the multiplier; pass one of them");
   CudaDeviceGuard guard(args.device_index);

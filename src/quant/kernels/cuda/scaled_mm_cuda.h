@@ -91,14 +91,17 @@ std::string cublaslt_kernel_name(QDType format, int64_t m, int64_t n, int64_t k)
 // e4m3's bits are those of the tensor core's k32 step.
 inline constexpr int64_t kGemvMaxRows = 16;
 
-// Whether the GEMV runs this shape: int8, 1 <= M <= kGemvMaxRows, K % 16 == 0,
-// N % 8 == 0, the staged rows fit 48 KiB of shared memory (M rounded up to a
-// power of two, times K), and OASR_QUANT_GEMV is not 0.
+// Whether the GEMV can run this shape: int8, 1 <= M <= kGemvMaxRows,
+// K % 16 == 0, N % 8 == 0, and the staged rows (M rounded up to a power of
+// two, times K) fit 47 KiB of shared memory.
+bool gemv_fits(QDType format, int64_t m, int64_t n, int64_t k);
+// Whether the lanes route this shape to it: gemv_fits, and OASR_QUANT_GEMV
+// is not 0.
 bool gemv_takes(QDType format, int64_t m, int64_t n, int64_t k);
 // The report's name of the GEMV for M rows ("gemv_s8_r16").
 std::string gemv_kernel_name(int64_t m);
-// The GEMV on an already quantized input (args as for the lanes; the
-// caller checked gemv_takes). Both CUDA int8 lanes route M <= 16 here.
+// The GEMV on an already quantized input (args as for the lanes; a shape
+// that does not fit is refused). Both CUDA int8 lanes route M <= 16 here.
 void scaled_gemv_int8(const ScaledMMArgs& args);
 
 // The input quantize folded into the GEMV: x [M, K] in the served dtype
@@ -114,8 +117,10 @@ struct GemvInput {
   const float* static_multiplier = nullptr;  // [K]: the static recipe; null: per token
   float static_scale = 0.0f;
 };
-// Whether quantize_gemv_int8 runs x: gemv_takes, and x, smooth_inv and the
-// multiplier 16-byte aligned.
+// Whether quantize_gemv_int8 can run x: gemv_fits, x of a float dtype, and
+// x, smooth_inv and the multiplier 16-byte aligned; ..._takes also asks
+// OASR_QUANT_GEMV (QuantMethod::forward's question).
+bool quantize_gemv_fits(const GemvInput& input, QDType format, int64_t m, int64_t n, int64_t k);
 bool quantize_gemv_takes(const GemvInput& input, QDType format, int64_t m, int64_t n, int64_t k);
 void quantize_gemv_int8(const GemvInput& input, const ScaledMMArgs& args);
 

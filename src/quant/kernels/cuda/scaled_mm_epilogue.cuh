@@ -65,9 +65,9 @@ __device__ __forceinline__ float round_to_served(float y, ServedKind served) {
 
 // Epilogue of outputs (row, col) and (row, col + 1); col is even, col + 1 < n.
 // a_scale is the row's input scale: p.a_scale[row], or the value the small-M
-// GEMV computed on chip (scaled_gemv.cu). Not inlined: a kernel calls it
-// from an unrolled loop, and one copy of the activation code per call site
-// would multiply the kernel's size and compile time for no speed.
+// GEMV computed on chip (scaled_gemv.cu). Not inlined: one copy of the
+// activation code per GEMV instantiation is enough (a lane calls it once,
+// for its column pair).
 template <typename Acc>
 __device__ __noinline__ void store_epilogue_pair(const EpilogueParams& p, int64_t row, int64_t col,
                                                  float a_scale, Acc acc0, Acc acc1) {

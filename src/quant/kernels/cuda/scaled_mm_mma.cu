@@ -418,7 +418,10 @@ bool mma_sync_supported(QDType format, int device_index, std::string* why) {
 }
 
 void scaled_mm_mma_sync(const ScaledMMArgs& args) {
-  if (gemv_takes(args.format, args.m, args.n, args.k)) {
+  // Up to 16 rows: the GEMV, on a device the lane serves (elsewhere the
+  // refusal below names what is missing).
+  if (gemv_takes(args.format, args.m, args.n, args.k) &&
+      mma_sync_supported(args.format, args.device_index, nullptr)) {
     scaled_gemv_int8(args);
     return;
   }

@@ -233,7 +233,8 @@ bool native_preferred(const ScaledMMArgs& args) {
 }
 
 void scaled_mm_native(const ScaledMMArgs& args) {
-  if (gemv_takes(args.format, args.m, args.n, args.k)) {
+  if (gemv_takes(args.format, args.m, args.n, args.k) &&
+      native_supported(args.format, args.device_index, nullptr)) {
     scaled_gemv_int8(args);
     return;
   }
