@@ -246,23 +246,16 @@ void launch_rows(const StageParams& stage, const ScaledMMArgs& args) {
   const size_t shared = static_cast<size_t>(rows_bucket(args.m) * args.k);
   const auto* w = static_cast<const int8_t*>(args.w);
   cudaStream_t stream = current_stream();
-  switch (rows_bucket(args.m)) {
-    case 1:
-      gemv_int8_kernel<kStaging, T, 1><<<grid, kWarps * 32, shared, stream>>>(stage, w, p, args.k);
-      break;
-    case 2:
-      gemv_int8_kernel<kStaging, T, 2><<<grid, kWarps * 32, shared, stream>>>(stage, w, p, args.k);
-      break;
-    case 4:
-      gemv_int8_kernel<kStaging, T, 4><<<grid, kWarps * 32, shared, stream>>>(stage, w, p, args.k);
-      break;
-    case 8:
-      gemv_int8_kernel<kStaging, T, 8><<<grid, kWarps * 32, shared, stream>>>(stage, w, p, args.k);
-      break;
-    default:
-      gemv_int8_kernel<kStaging, T, 16><<<grid, kWarps * 32, shared, stream>>>(stage, w, p, args.k);
-      break;
-  }
+  // The kernel instance for the row bucket (1, 2, 4, 8, 16): the table's
+  // index is log2 of the bucket.
+  using Kernel = void (*)(StageParams, const int8_t*, detail::EpilogueParams, int64_t);
+  constexpr Kernel kByBucket[] = {
+      gemv_int8_kernel<kStaging, T, 1>, gemv_int8_kernel<kStaging, T, 2>,
+      gemv_int8_kernel<kStaging, T, 4>, gemv_int8_kernel<kStaging, T, 8>,
+      gemv_int8_kernel<kStaging, T, 16>};
+  int index = 0;
+  while ((1 << index) < rows_bucket(args.m)) ++index;
+  kByBucket[index]<<<grid, kWarps * 32, shared, stream>>>(stage, w, p, args.k);
 }
 
 template <Staging kStaging>
