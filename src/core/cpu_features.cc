@@ -7,6 +7,11 @@
 #include <atomic>
 #include <string>
 
+#if defined(__linux__) && defined(__x86_64__)
+#include <sys/syscall.h>
+#include <unistd.h>
+#endif
+
 #include "core/env.h"
 #include "core/error.h"
 
@@ -28,8 +33,32 @@ bool detect_avx_vnni() {
   unsigned eax = 0, ebx = 0, ecx = 0, edx = 0;
   return __get_cpuid_count(7, 1, &eax, &ebx, &ecx, &edx) != 0 && (eax & (1u << 4)) != 0;
 }
+
+// CPUID leaf 7 subleaf 0, EDX bits 24 (AMX-TILE) and 25 (AMX-INT8), and the
+// kernel's permission for the tile data state: Linux enables AMX per process
+// on request (arch_prctl ARCH_REQ_XCOMP_PERM for XFEATURE_XTILEDATA, 18);
+// without it the first tile instruction faults. A kernel without AMX support
+// (before 5.16, or AMX disabled) refuses the request, and the level stays
+// below.
+bool detect_amx_int8() {
+  unsigned eax = 0, ebx = 0, ecx = 0, edx = 0;
+  if (__get_cpuid_count(7, 0, &eax, &ebx, &ecx, &edx) == 0) return false;
+  if ((edx & (1u << 24)) == 0 || (edx & (1u << 25)) == 0) return false;
+#if defined(__linux__)
+  constexpr long kArchGetXcompPerm = 0x1022, kArchReqXcompPerm = 0x1023, kXtiledata = 18;
+  if (syscall(SYS_arch_prctl, kArchReqXcompPerm, kXtiledata) != 0) return false;
+  unsigned long permitted = 0;
+  return syscall(SYS_arch_prctl, kArchGetXcompPerm, &permitted) == 0 &&
+         (permitted & (1ul << kXtiledata)) != 0;
+#else
+  return false;
+#endif
+}
 #else
 bool detect_avx_vnni() {
+  return false;
+}
+bool detect_amx_int8() {
   return false;
 }
 #endif
@@ -41,7 +70,7 @@ CpuIsa detect() {
     const bool vnni = __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw") &&
                       __builtin_cpu_supports("avx512vl") && __builtin_cpu_supports("avx512dq") &&
                       __builtin_cpu_supports("avx512vnni");
-    if (vnni) return CpuIsa::kAvx512Vnni;
+    if (vnni) return detect_amx_int8() ? CpuIsa::kAmxInt8 : CpuIsa::kAvx512Vnni;
     return detect_avx_vnni() ? CpuIsa::kAvxVnni : CpuIsa::kAvx2;
   }
 #endif
@@ -50,9 +79,10 @@ CpuIsa detect() {
 
 CpuIsa from_env(CpuIsa detected) {
   const std::string choice = env::get_choice(
-      "OASR_CPU_ISA", {"auto", "avx512_vnni", "avx_vnni", "avx2", "scalar"}, "auto");
+      "OASR_CPU_ISA", {"auto", "amx_int8", "avx512_vnni", "avx_vnni", "avx2", "scalar"}, "auto");
   if (choice == "auto") return detected;
-  for (CpuIsa level : {CpuIsa::kScalar, CpuIsa::kAvx2, CpuIsa::kAvxVnni, CpuIsa::kAvx512Vnni}) {
+  for (CpuIsa level :
+       {CpuIsa::kScalar, CpuIsa::kAvx2, CpuIsa::kAvxVnni, CpuIsa::kAvx512Vnni, CpuIsa::kAmxInt8}) {
     if (choice != cpu_isa_name(level)) continue;
     OASR_CHECK(detected >= level && (level != CpuIsa::kAvxVnni || cpu_reports_avx_vnni()),
                kUnsupported, "OASR_CPU_ISA=", choice, ", but this CPU reports only ",
@@ -103,6 +133,8 @@ const char* cpu_isa_name(CpuIsa level) {
       return "avx_vnni";
     case CpuIsa::kAvx512Vnni:
       return "avx512_vnni";
+    case CpuIsa::kAmxInt8:
+      return "amx_int8";
   }
   return "?";
 }

@@ -25,6 +25,11 @@ enum class CpuIsa : int {
   // AVX-512 F/BW/VL/DQ + VNNI (x86-64-v4 with vpdpbusd): Intel Cascade Lake
   // and later, AMD Zen 4 and later.
   kAvx512Vnni = 3,
+  // AVX-512 VNNI plus AMX-TILE and AMX-INT8 (tdpbssd on 16 x 64-byte tiles):
+  // Intel Sapphire Rapids and later. Detected only where the kernel grants
+  // this process the tile data state (Linux 5.16+, arch_prctl
+  // ARCH_REQ_XCOMP_PERM), which detection asks for once.
+  kAmxInt8 = 4,
 };
 
 // The level this process dispatches to: the CPU's, capped by OASR_CPU_ISA
@@ -43,6 +48,6 @@ inline bool cpu_has(CpuIsa level) {
 // Whether cpuid reports AVX-VNNI (the 256-bit form), whatever the level.
 bool cpu_reports_avx_vnni();
 
-const char* cpu_isa_name(CpuIsa level);  // "scalar", "avx2", "avx_vnni", "avx512_vnni"
+const char* cpu_isa_name(CpuIsa level);  // "scalar", "avx2", "avx_vnni", "avx512_vnni", "amx_int8"
 
 }  // namespace oasr

@@ -75,7 +75,7 @@ TEST(CliDevice, ScaledMMBenchTimesEveryCpuLane) {
     EXPECT_GT(line.value("gemm_gops", 0.0), 0.0) << text;
   }
   EXPECT_TRUE(lanes.count("cpu_reference") == 1 && lanes.count("cpu_avx2_int8") == 1 &&
-              lanes.count("cpu_avx512_vnni_int8") == 1)
+              lanes.count("cpu_avx512_vnni_int8") == 1 && lanes.count("cpu_amx_int8") == 1)
       << r.out;
   expect_refusal({"bench", "scaled-mm", "--device", "cpu", "--format", "fp8", "--no-baseline"},
                  "the CPU lanes serve int8");

@@ -138,9 +138,10 @@ TEST(QuantEngine, OnlineInt8QuantizesEveryDenseGemmButTheKeptOnes) {
   // for them, so w_2 (twice), linear_out and both pointwise convs launch their own.
   EXPECT_EQ(info.standalone_quantize_launches_per_block,
             std::vector<int64_t>(static_cast<size_t>(c.encoder.num_blocks), 5));
-  // auto: the fastest int8 lane this CPU runs (AVX-512 VNNI, AVX-VNNI, AVX2).
+  // auto: the fastest int8 lane this CPU runs (AMX, AVX-512 VNNI, AVX-VNNI, AVX2).
   std::string lane = "cpu_reference";
-  for (const char* name : {"cpu_avx2_int8", "cpu_avx_vnni_int8", "cpu_avx512_vnni_int8"}) {
+  for (const char* name :
+       {"cpu_avx2_int8", "cpu_avx_vnni_int8", "cpu_avx512_vnni_int8", "cpu_amx_int8"}) {
     const quant::ScaledMMLane* candidate = quant::find_lane(name);
     if (candidate != nullptr && candidate->is_available()) lane = name;
   }

@@ -296,9 +296,10 @@ TEST(QuantLayers, TheLaneIsChosenOnceAndNamedLanesAreRequired) {
   m.lin->bind_quant(BindOptions{Device::cpu(), "cpu_reference"});
   EXPECT_EQ(m.lin->quant_method()->lane().name, "cpu_reference");
   m.lin->bind_quant(BindOptions{Device::cpu(), "auto"});
-  // auto: the fastest int8 lane this CPU runs (AVX-512 VNNI, AVX-VNNI, AVX2).
+  // auto: the fastest int8 lane this CPU runs (AMX, AVX-512 VNNI, AVX-VNNI, AVX2).
   std::string fastest = "cpu_reference";
-  for (const char* name : {"cpu_avx2_int8", "cpu_avx_vnni_int8", "cpu_avx512_vnni_int8"}) {
+  for (const char* name :
+       {"cpu_avx2_int8", "cpu_avx_vnni_int8", "cpu_avx512_vnni_int8", "cpu_amx_int8"}) {
     const ScaledMMLane* candidate = find_lane(name);
     if (candidate != nullptr && candidate->is_available()) fastest = name;
   }

@@ -47,6 +47,7 @@ class CpuSimdOps : public ::testing::Test {
 std::vector<CpuIsa> dispatch_levels() {
   std::vector<CpuIsa> levels = {CpuIsa::kScalar, CpuIsa::kAvx2};
   if (cpu_isa_detected() >= CpuIsa::kAvx512Vnni) levels.push_back(CpuIsa::kAvx512Vnni);
+  if (cpu_isa_detected() >= CpuIsa::kAmxInt8) levels.push_back(CpuIsa::kAmxInt8);
   return levels;
 }
 
@@ -602,6 +603,7 @@ TEST_F(CpuSimdOps, DispatchCapIsRefusedAboveTheCpu) {
   EXPECT_STREQ(cpu_isa_name(CpuIsa::kAvx2), "avx2");
   EXPECT_STREQ(cpu_isa_name(CpuIsa::kAvxVnni), "avx_vnni");
   EXPECT_STREQ(cpu_isa_name(CpuIsa::kAvx512Vnni), "avx512_vnni");
+  EXPECT_STREQ(cpu_isa_name(CpuIsa::kAmxInt8), "amx_int8");
   // The AVX-VNNI level keeps the AVX2 bodies and never the AVX-512 ones; a
   // CPU without AVX-VNNI refuses it, whatever its level (Zen 4 has AVX-512
   // VNNI and no AVX-VNNI).
@@ -615,6 +617,9 @@ TEST_F(CpuSimdOps, DispatchCapIsRefusedAboveTheCpu) {
   }
   if (cpu_isa_detected() < CpuIsa::kAvx512Vnni) {
     EXPECT_THROW(cap_cpu_isa(CpuIsa::kAvx512Vnni), Error);
+  }
+  if (cpu_isa_detected() < CpuIsa::kAmxInt8) {
+    EXPECT_THROW(cap_cpu_isa(CpuIsa::kAmxInt8), Error);
   }
 }
 

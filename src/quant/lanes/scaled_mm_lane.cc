@@ -11,6 +11,7 @@
 
 // The x86 int8 lanes register here on x86-64, where they compile.
 #if defined(__x86_64__) && __has_include("quant/kernels/cpu/scaled_mm_int8_avx2.h")
+#include "quant/kernels/cpu/scaled_mm_int8_amx.h"
 #include "quant/kernels/cpu/scaled_mm_int8_avx2.h"
 #include "quant/kernels/cpu/scaled_mm_int8_avx_vnni.h"
 #include "quant/kernels/cpu/scaled_mm_int8_vnni.h"
@@ -110,6 +111,25 @@ std::vector<ScaledMMLane> builtin_lanes() {
                             w_scale, bias, act, m, out);
   };
   lanes.push_back(avx_vnni);
+  // AMX-INT8: tdpbssd tiles over the VNNI packing padded to whole tiles;
+  // products of few rows run the AVX-512 VNNI kernel inside it.
+  ScaledMMLane amx = vnni;
+  amx.name = "cpu_amx_int8";
+  amx.priority = 25;
+  amx.available = cpu_has_amx_int8;
+  amx.requirement = "a CPU with AMX-INT8 and the kernel's permission for tile data";
+  amx.scaled_mm_int8 = scaled_mm_int8_amx;
+  amx.prepare_int8_weight = [](const int8_t* w, int64_t n, int64_t k) {
+    return std::shared_ptr<const void>(
+        std::make_shared<PackedInt8WeightVnni>(pack_int8_weight_amx(w, n, k)));
+  };
+  amx.scaled_mm_int8_prepared = [](const int8_t* a, const float* a_scale, const void* prepared,
+                                   const float* w_scale, const float* bias, Activation act,
+                                   int64_t m, float* out) {
+    scaled_mm_int8_amx(a, a_scale, *static_cast<const PackedInt8WeightVnni*>(prepared), w_scale,
+                       bias, act, m, out);
+  };
+  lanes.push_back(amx);
 #endif
   // The GPU lanes, in a CUDA build (quant/kernels/cuda/cuda_lanes.cc).
   if constexpr (kBuiltWithCuda) {

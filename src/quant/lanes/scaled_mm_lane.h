@@ -6,7 +6,9 @@
 // where the CPU has AVX2), cpu_avx_vnni_int8 (int8 only, the 256-bit
 // vpdpbusd, chosen ahead of AVX2 where the CPU has AVX-VNNI) and
 // cpu_avx512_vnni_int8 (int8 only, vpdpbusd, bit-identical, chosen by auto
-// ahead of both where the CPU has AVX-512 VNNI). CUDA lanes (CUDA builds): native (the CUTLASS
+// ahead of both where the CPU has AVX-512 VNNI), cpu_amx_int8 (int8 only, AMX
+// tdpbssd tiles, bit-identical, chosen ahead of all where the CPU and the
+// kernel allow AMX). CUDA lanes (CUDA builds): native (the CUTLASS
 // sm90a kernels, chosen by auto on Hopper), mma_sync (the hand-written
 // mma.sync kernels, int8 sm80+ and e4m3 sm89+, chosen by auto elsewhere)
 // and cublaslt (cuBLASLt plus a separate epilogue kernel, the A/B baseline,

@@ -167,11 +167,15 @@ void PackedInt8WeightVnni::AlignedFree::operator()(void* p) const {
   ::operator delete[](p, std::align_val_t(64));
 }
 
-PackedInt8WeightVnni pack_int8_weight_vnni(const int8_t* w, int64_t n, int64_t k) {
+PackedInt8WeightVnni pack_int8_weight_vnni(const int8_t* w, int64_t n, int64_t k,
+                                           int64_t k_quad_multiple) {
   OASR_CHECK(n >= 0 && k >= 0, kInvalidArgument, "int8 VNNI GEMM: negative N = ", n, " or K = ", k);
+  OASR_CHECK(k_quad_multiple >= 1, kInvalidArgument,
+             "int8 VNNI GEMM: the K-group multiple must be >= 1, got ", k_quad_multiple);
   PackedInt8WeightVnni packed;
   packed.n_ = n;
   packed.k_ = k;
+  packed.k_quads_ = ((k + 3) / 4 + k_quad_multiple - 1) / k_quad_multiple * k_quad_multiple;
   if (k > kVnniMaxK) {  // exact only in the AVX2 kernel's wider bound
     packed.avx2_ = std::make_unique<PackedInt8Weight>(pack_int8_weight(w, n, k));
     return packed;

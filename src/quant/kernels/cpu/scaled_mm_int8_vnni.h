@@ -43,7 +43,9 @@ class PackedInt8WeightVnni {
 
   int64_t n() const { return n_; }
   int64_t k() const { return k_; }
-  int64_t k_quads() const { return (k_ + 3) / 4; }
+  // Groups of four K per channel, padded with zero weights to the packing's
+  // multiple (1 for vpdpbusd; 16 for the AMX lane's 64-byte tile rows).
+  int64_t k_quads() const { return k_quads_; }
   int64_t panel_count() const { return (n_ + kPanelColumns - 1) / kPanelColumns; }
   const int8_t* panel(int64_t p) const { return data_.get() + p * k_quads() * kPanelColumns * 4; }
   const int32_t* compensation() const { return compensation_.get(); }
@@ -51,18 +53,21 @@ class PackedInt8WeightVnni {
   const PackedInt8Weight* avx2_fallback() const { return avx2_.get(); }
 
  private:
-  friend PackedInt8WeightVnni pack_int8_weight_vnni(const int8_t* w, int64_t n, int64_t k);
+  friend PackedInt8WeightVnni pack_int8_weight_vnni(const int8_t* w, int64_t n, int64_t k,
+                                                    int64_t k_quad_multiple);
   struct AlignedFree {
     void operator()(void* p) const;
   };
-  int64_t n_ = 0, k_ = 0;
+  int64_t n_ = 0, k_ = 0, k_quads_ = 0;
   std::unique_ptr<int8_t[], AlignedFree> data_;
   std::unique_ptr<int32_t[], AlignedFree> compensation_;
   std::unique_ptr<PackedInt8Weight> avx2_;
 };
 
-// Packs w [N, K] row-major (PyTorch's Linear layout).
-PackedInt8WeightVnni pack_int8_weight_vnni(const int8_t* w, int64_t n, int64_t k);
+// Packs w [N, K] row-major (PyTorch's Linear layout); the K groups are
+// padded to a multiple of k_quad_multiple (the zero weights add nothing).
+PackedInt8WeightVnni pack_int8_weight_vnni(const int8_t* w, int64_t n, int64_t k,
+                                           int64_t k_quad_multiple = 1);
 
 // out[m, n] = epilogue(sum_k a[m, k] * w[n, k]) per DESIGN.md §3:
 //   t = w_scale[n] * float(acc); t = a_scale[m] * t; t = t + bias[n]; y = act(t).
