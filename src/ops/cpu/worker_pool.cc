@@ -1,6 +1,7 @@
 #include "ops/cpu/worker_pool.h"
 
 #include <atomic>
+#include <chrono>
 #include <condition_variable>
 #include <mutex>
 #include <thread>
@@ -10,6 +11,26 @@
 
 namespace oasr::ops::cpu {
 namespace {
+
+// How long a worker (or the calling thread, waiting for the last task)
+// polls before it sleeps on the condition variable. A forward issues its
+// ops microseconds apart; waking every sleeping worker through the kernel
+// for each op cost more than many ops themselves on 16 cores (bench/README.md,
+// "The AMX int8 lane"). Polling yields the core each round, so an
+// oversubscribed machine (CI runs tests side by side) loses little.
+constexpr std::chrono::microseconds kPollBeforeSleep{1000};
+
+// Calls ready() until it is true or kPollBeforeSleep has passed; true if it
+// became true.
+template <typename Ready>
+bool poll_for(const Ready& ready) {
+  const auto deadline = std::chrono::steady_clock::now() + kPollBeforeSleep;
+  for (int round = 0;; ++round) {
+    if (ready()) return true;
+    if ((round & 15) == 15 && std::chrono::steady_clock::now() >= deadline) return ready();
+    std::this_thread::yield();
+  }
+}
 
 // One run() call. Workers hold it by shared_ptr, so one that wakes after the
 // call has returned finds no task left and touches nothing of the caller's.
@@ -30,6 +51,10 @@ struct WorkerPool::State {
   std::shared_ptr<Job> job;
   uint64_t generation = 0;
   bool stopping = false;
+  // generation and stopping as the polling workers read them without the
+  // mutex (written under it, after the guarded values).
+  std::atomic<uint64_t> published_generation{0};
+  std::atomic<bool> published_stopping{false};
 
   // Takes and runs tasks until none is left; true if this call ran the last one.
   void drain(Job& current) {
@@ -45,6 +70,10 @@ struct WorkerPool::State {
   void worker_loop() {
     uint64_t seen = 0;
     for (;;) {
+      poll_for([&] {
+        return published_stopping.load(std::memory_order_acquire) ||
+               published_generation.load(std::memory_order_acquire) != seen;
+      });
       std::shared_ptr<Job> current;
       {
         std::unique_lock<std::mutex> lock(mutex);
@@ -68,6 +97,7 @@ WorkerPool::~WorkerPool() {
   {
     std::lock_guard<std::mutex> lock(state_->mutex);
     state_->stopping = true;
+    state_->published_stopping.store(true, std::memory_order_release);
   }
   state_->wake.notify_all();
   for (std::thread& worker : state_->workers) worker.join();
@@ -90,9 +120,11 @@ void WorkerPool::run(int64_t count, const std::function<void(int64_t)>& task) {
     std::lock_guard<std::mutex> lock(state_->mutex);
     state_->job = current;
     ++state_->generation;
+    state_->published_generation.store(state_->generation, std::memory_order_release);
   }
   state_->wake.notify_all();
   state_->drain(*current);
+  poll_for([&] { return current->done.load() == count; });
   std::unique_lock<std::mutex> lock(state_->mutex);
   state_->finished.wait(lock, [&] { return current->done.load() == count; });
   state_->job.reset();
