@@ -222,7 +222,7 @@ TEST_F(Avx2ScaledMM, PackedWeightReuseAndThreadCounts) {
   EXPECT_EQ(packed.n(), 77);
   EXPECT_EQ(packed.k(), 130);
   const std::vector<float> expected = definition_gemm(p);
-  for (int threads : {1, 2, 3}) {
+  for (int threads : {1, 2, 3, 16}) {  // 16: tasks cut finer (int8_gemm_x86.h)
     ops::set_cpu_threads(threads);
     EXPECT_EQ(ops::cpu_threads(), threads);
     for (int64_t rows : {100, 1, 37}) {

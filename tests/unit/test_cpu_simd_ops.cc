@@ -547,19 +547,24 @@ TEST_F(CpuSimdOps, GemmBodiesFollowTheDefinitionBitForBit) {
         {1, 64, 1500},
         {48, 40, 300},
         {49, 40, 300},
-        {13, 2002, 2100}}) {
+        {13, 2002, 2100},
+        // a U2++ FFN's w_2 at B = 1: wide row tiles, cut finer on many threads
+        {250, 256, 2048}}) {
     std::vector<float> a(static_cast<size_t>(m * k)), b(static_cast<size_t>(k * n));
     for (float& v : a) v = normal(rng);
     for (float& v : b) v = normal(rng);
     for (bool transpose_b : {false, true}) {
       const auto want = gemm_by_definition(a, b, transpose_b, m, n, k);
       for (CpuIsa level : dispatch_levels()) {
-        ops::set_cpu_threads(level == CpuIsa::kScalar ? 1 : 2);
-        const auto got = run_gemm(level, a, b, transpose_b, m, n, k);
-        for (size_t i = 0; i < want.size(); ++i) {
-          ASSERT_TRUE(same_bits(got[i], want[i]))
-              << cpu_isa_name(level) << " " << m << "x" << n << "x" << k << " t=" << transpose_b
-              << " output " << i << ": " << got[i] << " vs " << want[i];
+        // 16 threads: the tiles shrink until each thread has two (gemm.cc).
+        for (int threads : {level == CpuIsa::kScalar ? 1 : 2, 16}) {
+          ops::set_cpu_threads(threads);
+          const auto got = run_gemm(level, a, b, transpose_b, m, n, k);
+          for (size_t i = 0; i < want.size(); ++i) {
+            ASSERT_TRUE(same_bits(got[i], want[i]))
+                << cpu_isa_name(level) << " " << m << "x" << n << "x" << k << " t=" << transpose_b
+                << " threads " << threads << " output " << i << ": " << got[i] << " vs " << want[i];
+          }
         }
       }
     }

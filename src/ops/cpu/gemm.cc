@@ -35,6 +35,7 @@ constexpr int64_t kKc = 256;                              // K per pass over a p
 constexpr int64_t kMc = 48;                               // rows of a pool task
 constexpr int64_t kNc = 128;                              // columns of a pool task
 constexpr int64_t kMcWide = 264;                          // rows of a task when b is large
+constexpr int64_t kMinTileRows = 24;                      // rows of the smallest task
 constexpr int64_t kCachedPanelFloats = int64_t{1} << 18;  // 1 MiB of b
 constexpr int64_t kWholePackFloats = int64_t{1} << 22;    // a [K, N] b packed whole up to 16 MiB
 
@@ -306,12 +307,42 @@ int64_t rows_per_tile(int64_t n, int64_t k) {
   return n * k > kCachedPanelFloats ? kMcWide : kMc;
 }
 
+// Tiles of at most (rows, columns), made smaller while the product has
+// fewer than two per thread: columns first, down to two panels (a wide row
+// tile still streams its slab of b once), then wide row tiles to kMc, then
+// rows down to kMinTileRows (three 8-row blocks of the AVX-512
+// body, four of the AVX2 body's 6). On 16 threads a U2++
+// FFN's w_2 at 250 rows (N = 256, K = 2048) was two tiles of 264 x 128, so
+// fourteen threads waited.
+struct TileShape {
+  int64_t rows, columns;
+};
+TileShape tile_shape(int64_t m, int64_t n, int64_t k, int threads) {
+  TileShape shape{rows_per_tile(n, k), kNc};
+  const auto count = [&] {
+    return ((m + shape.rows - 1) / shape.rows) * ((n + shape.columns - 1) / shape.columns);
+  };
+  while (count() < 2 * static_cast<int64_t>(threads)) {
+    if (shape.columns > 2 * kNr) {
+      shape.columns /= 2;
+    } else if (shape.rows > kMc) {
+      shape.rows = kMc;
+    } else if (shape.rows > kMinTileRows) {
+      shape.rows = kMinTileRows;
+    } else {
+      break;
+    }
+  }
+  return shape;
+}
+
 void run_tiles(const MicroKernel& kernel, const float* a, int64_t lda, const float* b, int64_t ldb,
                bool transpose_b, const float* packed, float* c, int64_t ldc, int64_t m, int64_t n,
                int64_t k, bool parallel) {
-  const int64_t tile_rows = rows_per_tile(n, k);
+  const TileShape shape = tile_shape(m, n, k, parallel ? cpu_threads() : 1);
+  const int64_t tile_rows = shape.rows;
   const int64_t row_tiles = (m + tile_rows - 1) / tile_rows;
-  const int64_t tile_columns = kNc;
+  const int64_t tile_columns = shape.columns;
   const int64_t column_tiles = (n + tile_columns - 1) / tile_columns;
   const auto tile = [&](int64_t index) {
     const int64_t m0 = (index / column_tiles) * tile_rows;

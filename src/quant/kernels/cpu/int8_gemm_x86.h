@@ -102,6 +102,33 @@ void pack_a_tiles(int64_t rows, int64_t tile_rows, int64_t k, ops::cpu::WorkerPo
   pool.run(rows / tile_rows, [&](int64_t tile) { pack(tile * tile_rows, (tile + 1) * tile_rows); });
 }
 
+// The pool's tasks over a product of row_units x panel_units: groups of up
+// to (rows, panels) units, halved (panels first) while there are fewer than
+// two tasks per thread, so a product of few rows still reaches every core.
+// Any grouping gives the same bits: each output is one exact accumulator.
+struct TaskGrid {
+  int64_t rows, panels;  // units per task
+  int64_t row_groups, panel_groups;
+  int64_t count() const { return row_groups * panel_groups; }
+};
+inline TaskGrid task_grid(int64_t row_units, int64_t rows, int64_t panel_units, int64_t panels,
+                          int threads) {
+  TaskGrid grid{rows, panels, 0, 0};
+  for (;;) {
+    grid.row_groups = (row_units + grid.rows - 1) / grid.rows;
+    grid.panel_groups = (panel_units + grid.panels - 1) / grid.panels;
+    if (grid.count() >= 2 * static_cast<int64_t>(threads)) break;
+    if (grid.panels > 1) {
+      grid.panels /= 2;
+    } else if (grid.rows > 1) {
+      grid.rows /= 2;
+    } else {
+      break;
+    }
+  }
+  return grid;
+}
+
 // Rows [row_begin, row_end) of A as u8 (a XOR 0x80 == a + 128) for
 // vpdpbusd, `ld` bytes per row; the K pad and the rows past m are zero
 // (their weights are zero). AVX2 only, so every vpdpbusd lane can call it.

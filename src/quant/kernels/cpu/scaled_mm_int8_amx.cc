@@ -232,12 +232,12 @@ void scaled_mm_int8_amx(const int8_t* a, const float* a_scale, const PackedInt8W
 
   const TaskFunction task_fn = x86::with_activation(
       act, "int8 AMX GEMM", [](auto a) { return TaskFunction{run_task<decltype(a)::value>}; });
-  const int64_t block_groups = (blocks + kTaskBlocks - 1) / kTaskBlocks;
-  const int64_t panel_groups = (w.panel_count() + kTaskPanels - 1) / kTaskPanels;
-  pool->run(block_groups * panel_groups, [&](int64_t task) {
-    const int64_t block_group = task % block_groups, panel_group = task / block_groups;
-    task_fn(problem, block_group * kTaskBlocks, std::min(blocks, (block_group + 1) * kTaskBlocks),
-            panel_group * kTaskPanels, std::min(w.panel_count(), (panel_group + 1) * kTaskPanels));
+  const x86::TaskGrid grid =
+      x86::task_grid(blocks, kTaskBlocks, w.panel_count(), kTaskPanels, pool->threads());
+  pool->run(grid.count(), [&](int64_t task) {
+    const int64_t block_group = task % grid.row_groups, panel_group = task / grid.row_groups;
+    task_fn(problem, block_group * grid.rows, std::min(blocks, (block_group + 1) * grid.rows),
+            panel_group * grid.panels, std::min(w.panel_count(), (panel_group + 1) * grid.panels));
   });
 }
 

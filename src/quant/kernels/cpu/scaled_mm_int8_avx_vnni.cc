@@ -190,11 +190,11 @@ void scaled_mm_int8_avx_vnni(const int8_t* a, const float* a_scale, const Packed
   const BlockFunction block = x86::with_activation(act, "int8 AVX-VNNI GEMM", [](auto a) {
     return BlockFunction{run_block<decltype(a)::value>};
   });
-  const int64_t tile_blocks = (tiles + kBlockTiles - 1) / kBlockTiles;
-  pool->run(tile_blocks * w.panel_count(), [&](int64_t task) {
-    const int64_t tile_block = task % tile_blocks, panel = task / tile_blocks;
-    block(problem, tile_block * kBlockTiles, std::min(tiles, (tile_block + 1) * kBlockTiles),
-          panel);
+  const x86::TaskGrid grid =
+      x86::task_grid(tiles, kBlockTiles, w.panel_count(), 1, pool->threads());
+  pool->run(grid.count(), [&](int64_t task) {
+    const int64_t tile_block = task % grid.row_groups, panel = task / grid.row_groups;
+    block(problem, tile_block * grid.rows, std::min(tiles, (tile_block + 1) * grid.rows), panel);
   });
 }
 

@@ -235,12 +235,12 @@ void scaled_mm_int8_vnni(const int8_t* a, const float* a_scale, const PackedInt8
 
   const BlockFunction block = x86::with_activation(
       act, "int8 VNNI GEMM", [](auto a) { return BlockFunction{run_block<decltype(a)::value>}; });
-  const int64_t tile_blocks = (tiles + kBlockTiles - 1) / kBlockTiles;
-  const int64_t panel_blocks = (w.panel_count() + kBlockPanels - 1) / kBlockPanels;
-  pool->run(tile_blocks * panel_blocks, [&](int64_t task) {
-    const int64_t tile_block = task % tile_blocks, panel_block = task / tile_blocks;
-    block(problem, tile_block * kBlockTiles, std::min(tiles, (tile_block + 1) * kBlockTiles),
-          panel_block * kBlockPanels, std::min(w.panel_count(), (panel_block + 1) * kBlockPanels));
+  const x86::TaskGrid grid =
+      x86::task_grid(tiles, kBlockTiles, w.panel_count(), kBlockPanels, pool->threads());
+  pool->run(grid.count(), [&](int64_t task) {
+    const int64_t tile_block = task % grid.row_groups, panel_block = task / grid.row_groups;
+    block(problem, tile_block * grid.rows, std::min(tiles, (tile_block + 1) * grid.rows),
+          panel_block * grid.panels, std::min(w.panel_count(), (panel_block + 1) * grid.panels));
   });
 }
 
