@@ -35,7 +35,10 @@ enum class CpuIsa : int {
 // The level this process dispatches to: the CPU's, capped by OASR_CPU_ISA
 // and by cap_cpu_isa().
 CpuIsa cpu_isa();
-// What cpuid reports, without any cap.
+// What cpuid reports (and, for amx_int8, what the kernel grants), without
+// any cap. Detection asks the kernel for the AMX tile state even where a cap
+// will keep the level lower: the grant is per process and enlarges signal
+// frames by the tile data (8 KB).
 CpuIsa cpu_isa_detected();
 // Lowers (or restores, with the detected level) the dispatch level for this
 // process; a level above the detected one is refused naming both, and so is

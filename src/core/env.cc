@@ -22,7 +22,8 @@ const std::vector<Variable>& known_variables() {
        "0 runs the CUDA encoder and the Whisper decoder step eagerly, never recording or "
        "replaying a CUDA graph (A/B)"},
       {"OASR_CPU_ISA",
-       "auto|amx_int8|avx512_vnni|avx_vnni|avx2|scalar: caps the CPU SIMD level the kernels dispatch to "
+       "auto|amx_int8|avx512_vnni|avx_vnni|avx2|scalar: caps the CPU SIMD level the kernels "
+       "dispatch to "
        "(A/B, "
        "tests); "
        "never raises it above what cpuid reports"},

@@ -120,7 +120,7 @@ const VpdpbusdLane kLanes[] = {
      pack_int8_weight_amx, scaled_mm_int8_amx, scaled_mm_int8_amx},
 };
 
-// ctest names the case by its lane, not by the struct's bytes.
+// gtest prints the parameter as its lane's name, not as the struct's bytes.
 void PrintTo(const VpdpbusdLane& lane, std::ostream* os) {
   *os << lane.name;
 }

@@ -8,8 +8,9 @@
 // probs x values product). K is cut into kKc blocks to keep a panel in L1; a later block starts
 // from the outputs the previous one stored, and a float32 store and reload is exact, so the
 // blocking leaves each output's fma chain -- and its bits -- as the definition's. The work is split
-// into tiles of kMc rows x kNc columns handed to the worker pool; a tile's outputs do not depend on
-// which thread ran it.
+// into tiles of at most kMc (kMcWide) rows x kNc columns handed to the worker pool, cut finer where
+// there would be fewer than two per thread; a tile's outputs depend neither on the tile's extent
+// nor on which thread ran it.
 #include "ops/cpu/gemm.h"
 
 #include <algorithm>
@@ -319,6 +320,7 @@ struct TileShape {
 };
 TileShape tile_shape(int64_t m, int64_t n, int64_t k, int threads) {
   TileShape shape{rows_per_tile(n, k), kNc};
+  if (threads <= 1) return shape;
   const auto count = [&] {
     return ((m + shape.rows - 1) / shape.rows) * ((n + shape.columns - 1) / shape.columns);
   };
@@ -336,10 +338,9 @@ TileShape tile_shape(int64_t m, int64_t n, int64_t k, int threads) {
   return shape;
 }
 
-void run_tiles(const MicroKernel& kernel, const float* a, int64_t lda, const float* b, int64_t ldb,
-               bool transpose_b, const float* packed, float* c, int64_t ldc, int64_t m, int64_t n,
-               int64_t k, bool parallel) {
-  const TileShape shape = tile_shape(m, n, k, parallel ? cpu_threads() : 1);
+void run_tiles(const MicroKernel& kernel, const TileShape& shape, const float* a, int64_t lda,
+               const float* b, int64_t ldb, bool transpose_b, const float* packed, float* c,
+               int64_t ldc, int64_t m, int64_t n, int64_t k, bool parallel) {
   const int64_t tile_rows = shape.rows;
   const int64_t row_tiles = (m + tile_rows - 1) / tile_rows;
   const int64_t tile_columns = shape.columns;
@@ -367,12 +368,13 @@ void gemm_f32(const float* a, int64_t lda, const float* b, int64_t ldb, bool tra
     return;
   }
   const MicroKernel kernel = micro_kernel();
+  const TileShape shape = tile_shape(m, n, k, parallel ? cpu_threads() : 1);
   // b packed whole, once, where more than one row tile reuses it: a
   // transposed b (a weight or attention's keys) or a [K, N] b up to
   // kWholePackFloats. A product of few rows (a decode step's attention: one
   // query against 1500 keys, for each of 48 heads and rows) packs each block
   // where it is used instead: the whole copy went to memory and back.
-  const bool pack_whole = m > rows_per_tile(n, k) && (transpose_b || n * k <= kWholePackFloats);
+  const bool pack_whole = m > shape.rows && (transpose_b || n * k <= kWholePackFloats);
   const int64_t panels = pack_whole ? (n + kNr - 1) / kNr : 0;
   float* packed = nullptr;
   if (panels > 0) packed = packing_buffer(static_cast<size_t>(panels * k * kNr)).data();
@@ -384,7 +386,7 @@ void gemm_f32(const float* a, int64_t lda, const float* b, int64_t ldb, bool tra
   } else {
     for (int64_t i = 0; i < panels; ++i) pack(i);
   }
-  run_tiles(kernel, a, lda, b, ldb, transpose_b, packed, c, ldc, m, n, k, parallel);
+  run_tiles(kernel, shape, a, lda, b, ldb, transpose_b, packed, c, ldc, m, n, k, parallel);
 }
 
 void gemm_f32_packed_b(const float* a, int64_t lda, const float* packed_b, float* c, int64_t ldc,
@@ -394,8 +396,8 @@ void gemm_f32_packed_b(const float* a, int64_t lda, const float* packed_b, float
     for (int64_t r = 0; r < m; ++r) std::fill(c + r * ldc, c + r * ldc + n, 0.0f);
     return;
   }
-  run_tiles(micro_kernel(), a, lda, nullptr, 0, false, packed_b, c, ldc, m, n, k,
-            /*parallel=*/true);
+  run_tiles(micro_kernel(), tile_shape(m, n, k, cpu_threads()), a, lda, nullptr, 0, false, packed_b,
+            c, ldc, m, n, k, /*parallel=*/true);
 }
 
 void linear_f32(const float* x, const float* weight, const float* bias, float* out, int64_t rows,

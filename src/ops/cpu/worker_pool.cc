@@ -9,6 +9,10 @@
 
 #include "core/error.h"
 
+#if defined(__x86_64__)
+#include <immintrin.h>
+#endif
+
 namespace oasr::ops::cpu {
 namespace {
 
@@ -16,18 +20,21 @@ namespace {
 // polls before it sleeps on the condition variable. A forward issues its
 // ops microseconds apart; waking every sleeping worker through the kernel
 // for each op cost more than many ops themselves on 16 cores (bench/README.md,
-// "The AMX int8 lane"). Polling yields the core each round, so an
-// oversubscribed machine (CI runs tests side by side) loses little.
+// "The AMX int8 lane"). A pool with more threads than the machine has
+// hardware threads (tests run side by side on CI) never polls: there a
+// poller would only take the core from the thread it waits for.
 constexpr std::chrono::microseconds kPollBeforeSleep{1000};
 
-// Calls ready() until it is true or kPollBeforeSleep has passed; true if it
-// became true.
+// Calls ready() until it is true or kPollBeforeSleep has passed, pausing
+// between calls (the pause leaves a hyperthread sibling its issue slots) and
+// yielding (a thread of another process waiting for this core runs).
 template <typename Ready>
-bool poll_for(const Ready& ready) {
+void poll_for(const Ready& ready) {
   const auto deadline = std::chrono::steady_clock::now() + kPollBeforeSleep;
-  for (int round = 0;; ++round) {
-    if (ready()) return true;
-    if ((round & 15) == 15 && std::chrono::steady_clock::now() >= deadline) return ready();
+  while (!ready() && std::chrono::steady_clock::now() < deadline) {
+#if defined(__x86_64__)
+    for (int i = 0; i < 16; ++i) _mm_pause();
+#endif
     std::this_thread::yield();
   }
 }
@@ -55,6 +62,7 @@ struct WorkerPool::State {
   // mutex (written under it, after the guarded values).
   std::atomic<uint64_t> published_generation{0};
   std::atomic<bool> published_stopping{false};
+  bool poll = false;  // the pool fits the machine's hardware threads
 
   // Takes and runs tasks until none is left; true if this call ran the last one.
   void drain(Job& current) {
@@ -70,10 +78,12 @@ struct WorkerPool::State {
   void worker_loop() {
     uint64_t seen = 0;
     for (;;) {
-      poll_for([&] {
-        return published_stopping.load(std::memory_order_acquire) ||
-               published_generation.load(std::memory_order_acquire) != seen;
-      });
+      if (poll) {
+        poll_for([&] {
+          return published_stopping.load(std::memory_order_acquire) ||
+                 published_generation.load(std::memory_order_acquire) != seen;
+        });
+      }
       std::shared_ptr<Job> current;
       {
         std::unique_lock<std::mutex> lock(mutex);
@@ -88,6 +98,8 @@ struct WorkerPool::State {
 };
 
 WorkerPool::WorkerPool(int threads) : state_(std::make_unique<State>()) {
+  const unsigned hardware = std::thread::hardware_concurrency();
+  state_->poll = hardware != 0 && static_cast<unsigned>(threads) <= hardware;
   for (int i = 1; i < threads; ++i) {
     state_->workers.emplace_back([state = state_.get()] { state->worker_loop(); });
   }
@@ -124,7 +136,7 @@ void WorkerPool::run(int64_t count, const std::function<void(int64_t)>& task) {
   }
   state_->wake.notify_all();
   state_->drain(*current);
-  poll_for([&] { return current->done.load() == count; });
+  if (state_->poll) poll_for([&] { return current->done.load() == count; });
   std::unique_lock<std::mutex> lock(state_->mutex);
   state_->finished.wait(lock, [&] { return current->done.load() == count; });
   state_->job.reset();

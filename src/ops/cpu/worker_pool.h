@@ -13,9 +13,10 @@ namespace oasr::ops::cpu {
 
 // Runs task(0) .. task(count - 1) on the calling thread plus threads() - 1
 // workers, tasks handed out one at a time (dynamic: a loaded, shared machine
-// makes static splits uneven). Workers sleep on a condition variable between
-// calls -- no spinning -- and the caller works too, so a worker the OS has
-// not yet woken only ever delays the tasks it already took. A caller that
+// makes static splits uneven). Between calls workers poll for up to 1 ms,
+// then sleep on a condition variable (a pool with more threads than the
+// machine's never polls); the caller works too, so a worker the OS has not
+// yet woken only ever delays the tasks it already took. A caller that
 // finds the pool busy (another thread's call) runs its tasks alone rather than
 // queueing. Tasks must not throw.
 class WorkerPool {

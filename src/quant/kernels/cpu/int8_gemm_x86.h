@@ -1,5 +1,5 @@
 // Pieces the x86 int8 GEMM lanes share (scaled_mm_int8_avx2.cc,
-// scaled_mm_int8_vnni.cc, scaled_mm_int8_avx_vnni.cc): 64-byte aligned
+// scaled_mm_int8_vnni.cc, scaled_mm_int8_avx_vnni.cc, scaled_mm_int8_amx.cc): 64-byte aligned
 // arrays, the packed-A scratch of the calling thread, the u8 packing of A
 // for vpdpbusd, and DESIGN.md §3's epilogue on eight exact int32
 // accumulators. x86-64 only.

@@ -9,7 +9,8 @@
 // the AVX2 epilogue of scaled_mm_int8_avx2 runs on each 8-lane piece, so the
 // float operations are the scalar int8_epilogue's, in its order.
 //
-// A task is kTaskBlocks row blocks x kTaskPanels panels: the row block's
+// A task is at most kTaskBlocks row blocks x kTaskPanels panels (fewer
+// where the product would have under two tasks a thread): the row block's
 // A (32 x K) stays in L1/L2 while it meets the task's panels. Each task
 // loads the tile configuration on its thread and releases the tiles at the
 // end (the configuration is per thread; releasing keeps the kernel from
@@ -19,6 +20,7 @@
 #include <immintrin.h>
 
 #include <algorithm>
+#include <cstddef>
 #include <cstring>
 
 #include "core/activations_avx2.h"
@@ -43,28 +45,27 @@ constexpr int64_t kTileBytes = 64;                                      // bytes
 constexpr int64_t kBlockRows = 2 * kTileRows;                           // a micro-kernel's rows
 constexpr int64_t kPanelColumns = PackedInt8WeightVnni::kPanelColumns;  // 32
 constexpr int64_t kPanelQuadBytes = kPanelColumns * 4;                  // a B tile's row stride
-constexpr int64_t kTaskBlocks = 2;                                      // 64 rows per task
-constexpr int64_t kTaskPanels = 4;                                      // 128 channels per task
+constexpr int64_t kTaskBlocks = 2;                                      // rows per task: at most 64
+constexpr int64_t kTaskPanels = 4;  // channels per task: at most 128
 static_assert(kPanelColumns == 2 * kTileRows, "a panel is two B tiles of 16 channels");
 
 // The palette-1 tile configuration (Intel SDM, LDTILECFG): every tile used
-// here is 16 rows of 64 bytes.
+// here is 16 rows of 64 bytes. One constant object in read-only data: the
+// compiler sees ldtilecfg read only the first bytes of its operand, so a
+// configuration built on the stack could lose its later fields' stores.
 struct alignas(64) TileConfig {
-  uint8_t palette_id = 1;
-  uint8_t start_row = 0;
-  uint8_t reserved[14] = {};
-  uint16_t colsb[16] = {};
-  uint8_t rows[16] = {};
+  uint8_t palette_id;
+  uint8_t start_row;
+  uint8_t reserved[14];
+  uint16_t colsb[16];
+  uint8_t rows[16];
 };
-
-TileConfig full_tiles() {
-  TileConfig config;
-  for (int tile = 0; tile < 8; ++tile) {
-    config.colsb[tile] = kTileBytes;
-    config.rows[tile] = kTileRows;
-  }
-  return config;
-}
+static_assert(sizeof(TileConfig) == 64 && offsetof(TileConfig, colsb) == 16 &&
+                  offsetof(TileConfig, rows) == 48,
+              "LDTILECFG's 64-byte layout");
+constexpr TileConfig kFullTiles = {
+    1, 0, {}, {64, 64, 64, 64, 64, 64, 64, 64}, {16, 16, 16, 16, 16, 16, 16, 16}};
+static_assert(kTileBytes == 64 && kTileRows == 16, "kFullTiles spells these out");
 
 struct GemmProblem {
   const int8_t* a_packed;  // A as s8, lda bytes per row, rows padded to blocks
@@ -146,8 +147,7 @@ OASR_AMX_TARGET void run_task(const GemmProblem& problem, int64_t block_begin, i
   const PackedInt8WeightVnni& w = *problem.w;
   const int64_t n = w.n();
   const int64_t k_tiles = w.k_quads() / kAmxQuadsPerTile;
-  const TileConfig config = full_tiles();
-  _tile_loadconfig(&config);
+  _tile_loadconfig(&kFullTiles);
   alignas(64) int32_t acc[kBlockRows][kPanelColumns];
   for (int64_t block = block_begin; block < block_end; ++block) {
     const int64_t row0 = block * kBlockRows;

@@ -48,8 +48,8 @@ using x86::epilogue8;
 constexpr int kTileRows = 6;
 constexpr int64_t kPanelColumns = PackedInt8Weight::kPanelColumns;
 constexpr int64_t kPanelPairStride = kPanelColumns * 2;  // int16 values per K pair in a panel
-constexpr int64_t kBlockTiles = 8;                       // 48 rows per task
-constexpr int64_t kBlockPanels = 4;                      // 64 channels per task
+constexpr int64_t kBlockTiles = 8;                       // at most 48 rows per task
+constexpr int64_t kBlockPanels = 4;                      // at most 64 channels per task
 
 // ---- packing -------------------------------------------------------------------
 

@@ -35,7 +35,7 @@ constexpr int kTileRows = 6;
 constexpr int kTileColumns = 16;  // half a panel
 constexpr int64_t kPanelColumns = PackedInt8WeightVnni::kPanelColumns;
 constexpr int64_t kPanelQuadBytes = kPanelColumns * 4;  // bytes per K group in a panel
-constexpr int64_t kBlockTiles = 8;                      // 48 rows per task
+constexpr int64_t kBlockTiles = 8;                      // at most 48 rows per task
 
 struct TileAccumulators {
   __m256i lanes[kTileRows][2];

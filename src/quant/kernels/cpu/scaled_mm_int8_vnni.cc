@@ -41,8 +41,8 @@ using x86::pack_a_rows_u8;
 constexpr int kTileRows = 8;
 constexpr int64_t kPanelColumns = PackedInt8WeightVnni::kPanelColumns;
 constexpr int64_t kPanelQuadBytes = kPanelColumns * 4;  // bytes per K group in a panel
-constexpr int64_t kBlockTiles = 6;                      // 48 rows per task
-constexpr int64_t kBlockPanels = 2;                     // 64 channels per task
+constexpr int64_t kBlockTiles = 6;                      // at most 48 rows per task
+constexpr int64_t kBlockPanels = 2;                     // at most 64 channels per task
 
 struct TileAccumulators {
   __m512i lanes[kTileRows][2];
