@@ -7,6 +7,7 @@
 
 #include <immintrin.h>
 
+#include <algorithm>
 #include <cstddef>
 #include <cstdint>
 #include <cstring>
@@ -127,6 +128,20 @@ inline TaskGrid task_grid(int64_t row_units, int64_t rows, int64_t panel_units, 
     }
   }
   return grid;
+}
+
+// The product's tasks over the pool: task(row_begin, row_end, panel_begin,
+// panel_end) in units, for the task_grid above. Panel groups outermost, so
+// consecutive tasks share a weight block.
+template <typename Task>
+void run_task_grid(ops::cpu::WorkerPool& pool, int64_t row_units, int64_t rows, int64_t panel_units,
+                   int64_t panels, const Task& task) {
+  const TaskGrid grid = task_grid(row_units, rows, panel_units, panels, pool.threads());
+  pool.run(grid.count(), [&](int64_t index) {
+    const int64_t row_group = index % grid.row_groups, panel_group = index / grid.row_groups;
+    task(row_group * grid.rows, std::min(row_units, (row_group + 1) * grid.rows),
+         panel_group * grid.panels, std::min(panel_units, (panel_group + 1) * grid.panels));
+  });
 }
 
 // Rows [row_begin, row_end) of A as u8 (a XOR 0x80 == a + 128) for

@@ -232,13 +232,11 @@ void scaled_mm_int8_amx(const int8_t* a, const float* a_scale, const PackedInt8W
 
   const TaskFunction task_fn = x86::with_activation(
       act, "int8 AMX GEMM", [](auto a) { return TaskFunction{run_task<decltype(a)::value>}; });
-  const x86::TaskGrid grid =
-      x86::task_grid(blocks, kTaskBlocks, w.panel_count(), kTaskPanels, pool->threads());
-  pool->run(grid.count(), [&](int64_t task) {
-    const int64_t block_group = task % grid.row_groups, panel_group = task / grid.row_groups;
-    task_fn(problem, block_group * grid.rows, std::min(blocks, (block_group + 1) * grid.rows),
-            panel_group * grid.panels, std::min(w.panel_count(), (panel_group + 1) * grid.panels));
-  });
+  x86::run_task_grid(
+      *pool, blocks, kTaskBlocks, w.panel_count(), kTaskPanels,
+      [&](int64_t block_begin, int64_t block_end, int64_t panel_begin, int64_t panel_end) {
+        task_fn(problem, block_begin, block_end, panel_begin, panel_end);
+      });
 }
 
 void scaled_mm_int8_amx(const int8_t* a, const float* a_scale, const int8_t* w,

@@ -277,14 +277,11 @@ void scaled_mm_int8_avx2(const int8_t* a, const float* a_scale, const PackedInt8
 
   const BlockFunction block = x86::with_activation(
       act, "int8 AVX2 GEMM", [](auto a) { return BlockFunction{run_block<decltype(a)::value>}; });
-  const x86::TaskGrid grid =
-      x86::task_grid(tiles, kBlockTiles, w.panel_count(), kBlockPanels, pool->threads());
-  pool->run(grid.count(), [&](int64_t task) {
-    // Panel blocks outermost, so consecutive tasks share a weight block.
-    const int64_t tile_block = task % grid.row_groups, panel_block = task / grid.row_groups;
-    block(problem, tile_block * grid.rows, std::min(tiles, (tile_block + 1) * grid.rows),
-          panel_block * grid.panels, std::min(w.panel_count(), (panel_block + 1) * grid.panels));
-  });
+  x86::run_task_grid(
+      *pool, tiles, kBlockTiles, w.panel_count(), kBlockPanels,
+      [&](int64_t tile_begin, int64_t tile_end, int64_t panel_begin, int64_t panel_end) {
+        block(problem, tile_begin, tile_end, panel_begin, panel_end);
+      });
 }
 
 void scaled_mm_int8_avx2(const int8_t* a, const float* a_scale, const int8_t* w,

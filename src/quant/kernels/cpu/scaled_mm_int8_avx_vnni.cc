@@ -190,12 +190,11 @@ void scaled_mm_int8_avx_vnni(const int8_t* a, const float* a_scale, const Packed
   const BlockFunction block = x86::with_activation(act, "int8 AVX-VNNI GEMM", [](auto a) {
     return BlockFunction{run_block<decltype(a)::value>};
   });
-  const x86::TaskGrid grid =
-      x86::task_grid(tiles, kBlockTiles, w.panel_count(), 1, pool->threads());
-  pool->run(grid.count(), [&](int64_t task) {
-    const int64_t tile_block = task % grid.row_groups, panel = task / grid.row_groups;
-    block(problem, tile_block * grid.rows, std::min(tiles, (tile_block + 1) * grid.rows), panel);
-  });
+  // At most one panel a task (the blocking above).
+  x86::run_task_grid(*pool, tiles, kBlockTiles, w.panel_count(), 1,
+                     [&](int64_t tile_begin, int64_t tile_end, int64_t panel, int64_t) {
+                       block(problem, tile_begin, tile_end, panel);
+                     });
 }
 
 void scaled_mm_int8_avx_vnni(const int8_t* a, const float* a_scale, const int8_t* w,
