@@ -3,9 +3,9 @@
 // Checked over strided sweeps of all 2^32 bit patterns (exp: every 257th,
 // 16.7 million inputs; each activation: every 1031st, 4.2 million -- every
 // sign, exponent and NaN payload class), every float in ranges around the
-// branch points, and special values. (A one-off run over all 2^32 inputs of
-// the vector bodies -- exp, swish, sigmoid, relu -- found no difference; the
-// GELUs and tanh run the scalar function per lane.)
+// branch points, and special values; the sixteen-lane AVX-512 bodies
+// (core/activations_avx512.h) likewise where the CPU has them. The disabled
+// test runs all 2^32 inputs through every body.
 #include "core/activations_avx2.h"
 
 #include <gtest/gtest.h>
@@ -48,6 +48,10 @@ OASR_AVX512_TARGET void exp16_high(const float* in, float* out) {
   const __m512 y = avx512::exp_ps(_mm512_insertf32x8(_mm512_castps256_ps512(x), x, 1));
   _mm256_storeu_ps(out, _mm512_extractf32x8_ps(y, 1));
 }
+// avx512::apply_ps on sixteen inputs.
+OASR_AVX512_TARGET void apply16(Activation activation, const float* in, float* out) {
+  _mm512_storeu_ps(out, avx512::apply_ps(activation, _mm512_loadu_ps(in)));
+}
 OASR_AVX512_WARNINGS_ON
 
 struct Mismatch {
@@ -55,16 +59,17 @@ struct Mismatch {
   float first_input = 0, first_vector = 0, first_scalar = 0;
 };
 
-// Compares the vector function with the scalar one over `inputs` (any length).
-template <typename VectorFn, typename ScalarFn>
+// Compares the vector function (kLanes lanes) with the scalar one over
+// `inputs` (any length).
+template <size_t kLanes = 8, typename VectorFn, typename ScalarFn>
 Mismatch compare(const std::vector<float>& inputs, VectorFn vector_fn, ScalarFn scalar_fn) {
   Mismatch mismatch;
-  float in[8], out[8];
-  for (size_t i = 0; i < inputs.size(); i += 8) {
-    for (size_t lane = 0; lane < 8; ++lane)
+  float in[kLanes], out[kLanes];
+  for (size_t i = 0; i < inputs.size(); i += kLanes) {
+    for (size_t lane = 0; lane < kLanes; ++lane)
       in[lane] = inputs[std::min(i + lane, inputs.size() - 1)];
     vector_fn(in, out);
-    for (size_t lane = 0; lane < 8 && i + lane < inputs.size(); ++lane) {
+    for (size_t lane = 0; lane < kLanes && i + lane < inputs.size(); ++lane) {
       const float scalar = scalar_fn(in[lane]);
       if (float_bits(out[lane]) != float_bits(scalar)) {
         if (mismatch.count == 0) {
@@ -156,7 +161,9 @@ TEST_F(Avx2Activations, Avx512ExpMatchesScalarBits) {
   }
 }
 
-TEST_F(Avx2Activations, EveryActivationMatchesScalarBits) {
+// A strided sweep of every sign / exponent / NaN class, every float around
+// each function's branch points, and the special values.
+std::vector<float> activation_inputs() {
   std::vector<float> inputs = strided_sweep(1031);
   for (float x : dense_range(0.0f, 0x1p-135f)) inputs.push_back(x);    // zero, subnormals
   for (float x : dense_range(0.99f, 1.01f)) inputs.push_back(x);       // erf's cut at 1
@@ -166,6 +173,11 @@ TEST_F(Avx2Activations, EveryActivationMatchesScalarBits) {
   for (float x : dense_range(9.49f, 9.51f)) inputs.push_back(x);       // tanh's at 9.5
   for (float x : dense_range(9999.0f, 10001.0f)) inputs.push_back(x);  // the GELUs' at -1e4
   for (float x : special_values()) inputs.push_back(x);
+  return inputs;
+}
+
+TEST_F(Avx2Activations, EveryActivationMatchesScalarBits) {
+  const std::vector<float> inputs = activation_inputs();
   for (Activation activation : kAllActivations) {
     const Mismatch mismatch = compare(
         inputs, [&](const float* in, float* out) { apply8(activation, in, out); },
@@ -173,6 +185,19 @@ TEST_F(Avx2Activations, EveryActivationMatchesScalarBits) {
     EXPECT_EQ(mismatch.count, 0) << activation_name(activation) << "(" << mismatch.first_input
                                  << "): vector " << mismatch.first_vector << " scalar "
                                  << mismatch.first_scalar;
+  }
+}
+
+TEST_F(Avx2Activations, Avx512EveryActivationMatchesScalarBits) {
+  if (!cpu_has(CpuIsa::kAvx512Vnni)) GTEST_SKIP() << "no AVX-512 (VNNI level) on this CPU";
+  std::vector<float> inputs = activation_inputs();
+  for (Activation activation : kAllActivations) {
+    const Mismatch mismatch = compare<16>(
+        inputs, [&](const float* in, float* out) { apply16(activation, in, out); },
+        [&](float x) { return act::apply(activation, x); });
+    EXPECT_EQ(mismatch.count, 0) << "AVX-512 " << activation_name(activation) << "("
+                                 << mismatch.first_input << "): vector " << mismatch.first_vector
+                                 << " scalar " << mismatch.first_scalar;
   }
 }
 
@@ -186,6 +211,13 @@ TEST_F(Avx2Activations, SpecialValuesKeepTheirBits) {
         [&](float x) { return act::apply(activation, x); });
     EXPECT_EQ(mismatch.count, 0) << activation_name(activation) << "(" << mismatch.first_input
                                  << ")";
+    if (cpu_has(CpuIsa::kAvx512Vnni)) {
+      const Mismatch wide = compare<16>(
+          inputs, [&](const float* in, float* out) { apply16(activation, in, out); },
+          [&](float x) { return act::apply(activation, x); });
+      EXPECT_EQ(wide.count, 0) << "AVX-512 " << activation_name(activation) << "("
+                               << wide.first_input << ")";
+    }
   }
 }
 
@@ -209,6 +241,13 @@ TEST_F(Avx2Activations, DISABLED_EveryFloatEveryActivation) {
       ASSERT_EQ(mismatch.count, 0)
           << activation_name(activation) << "(" << mismatch.first_input << "): vector "
           << mismatch.first_vector << " scalar " << mismatch.first_scalar;
+      if (cpu_has(CpuIsa::kAvx512Vnni)) {
+        const Mismatch wide = compare<16>(
+            inputs, [&](const float* in, float* out) { apply16(activation, in, out); },
+            [&](float x) { return act::apply(activation, x); });
+        ASSERT_EQ(wide.count, 0) << "AVX-512 " << activation_name(activation) << "("
+                                 << wide.first_input << ")";
+      }
     }
   }
 }

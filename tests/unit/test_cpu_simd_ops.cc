@@ -20,9 +20,11 @@
 #include "core/float_types.h"
 #include "ops/activation.h"
 #include "ops/cpu/conv2d.h"
+#include "ops/cpu/exact_quotient.h"
 #include "ops/cpu/gemm.h"
 #include "ops/cpu/layer_norm.h"
 #include "ops/cpu/linear_row_dot.h"
+#include "ops/cpu/log_softmax.h"
 #include "ops/cpu/softmax.h"
 #include "ops/cpu_threads.h"
 #include "ops/depthwise_conv1d.h"
@@ -109,6 +111,128 @@ TEST_F(CpuSimdOps, SoftmaxVectorEqualsScalarBits) {
   }
 }
 
+// Log-softmax: every body the bits of the scalar one, on rows of every
+// tail length, with NaN payloads, infinities, a zero maximum of both signs
+// and exponentials that underflow; and close to float64 arithmetic.
+TEST_F(CpuSimdOps, LogSoftmaxVectorEqualsScalarBits) {
+  std::mt19937 rng(43);
+  std::normal_distribution<float> normal(0.0f, 4.0f);
+  const float inf = std::numeric_limits<float>::infinity();
+  for (int64_t length : {1, 7, 8, 9, 15, 16, 17, 31, 33, 250, 5002}) {
+    const int64_t rows = 9;
+    std::vector<float> x(rows * length);
+    for (float& v : x) v = normal(rng);
+    x[1 * length + length / 2] = bits_float(0x7fc01234u);
+    x[1 * length + length - 1] = bits_float(0xffc00042u);  // a second NaN, later
+    x[2 * length] = -inf;
+    x[3 * length + length - 1] = inf;
+    for (int64_t l = 0; l < length; ++l) x[4 * length + l] = -inf;
+    for (int64_t l = 0; l < length; ++l) x[5 * length + l] = -std::abs(x[5 * length + l]);
+    x[5 * length] = -0.0f;
+    x[5 * length + length - 1] = 0.0f;
+    for (int64_t l = 0; l < length; ++l) x[6 * length + l] = l % 3 == 0 ? -200.0f : -95.0f + l % 7;
+    x[6 * length + length / 2] = 0.0f;
+    std::vector<float> scalar(x.size());
+    cap_cpu_isa(CpuIsa::kScalar);
+    ops::cpu::log_softmax_f32(x.data(), scalar.data(), rows, length, 1);
+    for (CpuIsa level : dispatch_levels()) {
+      cap_cpu_isa(level);
+      std::vector<float> vector(x.size(), -1.0f);
+      ops::cpu::log_softmax_f32(x.data(), vector.data(), rows, length, 1);
+      for (size_t i = 0; i < x.size(); ++i) {
+        ASSERT_TRUE(same_bits(scalar[i], vector[i]))
+            << cpu_isa_name(level) << " length " << length << " row " << i / length << " col "
+            << i % length << ": scalar " << scalar[i] << " vector " << vector[i];
+      }
+    }
+    // Row 0 (plain normal values) against float64: within 2e-6 absolute.
+    float m = -inf;
+    double total = 0;
+    for (int64_t l = 0; l < length; ++l) m = std::max(m, x[l]);
+    for (int64_t l = 0; l < length; ++l) total += std::exp(static_cast<double>(x[l] - m));
+    for (int64_t l = 0; l < length; ++l) {
+      ASSERT_NEAR(scalar[l], static_cast<double>(x[l] - m) - std::log(total), 2e-6) << l;
+    }
+    ASSERT_TRUE(std::isnan(scalar[1 * length])) << "a NaN makes its row NaN";
+  }
+}
+
+#if defined(__x86_64__)
+// ops/cpu/exact_quotient.h on lanes of (e, total) pairs.
+OASR_AVX512_WARNINGS_OFF
+OASR_AVX512_TARGET void exact_quotients_avx512(const float* e, const double* total, float* out) {
+  const __m512d t = _mm512_loadu_pd(total);
+  const __m512d r = _mm512_div_pd(_mm512_set1_pd(1.0), t);
+  const __m512d e8 = _mm512_cvtps_pd(_mm256_loadu_ps(e));
+  _mm256_storeu_ps(out, _mm512_cvtpd_ps(ops::cpu::exact_quotient_pd(e8, r, t)));
+}
+OASR_AVX512_WARNINGS_ON
+OASR_AVX2_TARGET void exact_quotients_avx2(const float* e, const double* total, float* out) {
+  const __m256d t = _mm256_loadu_pd(total);
+  const __m256d r = _mm256_div_pd(_mm256_set1_pd(1.0), t);
+  const __m256d e4 = _mm256_cvtps_pd(_mm_loadu_ps(e));
+  _mm_storeu_ps(out, _mm256_cvtpd_ps(ops::cpu::exact_quotient_pd(e4, r, t)));
+}
+
+// Softmax's quotient float(double(e) / total) by the reciprocal and the
+// check, against the division, on quotients placed on, and one to four
+// double ulps either side of, float rounding midpoints (where a plain
+// multiply by 1 / total does round differently: counted, so the cases are
+// known to be the hard ones), and on results in the float subnormal range.
+TEST_F(CpuSimdOps, ExactQuotientEqualsTheDivisionAtFloatMidpoints) {
+  std::mt19937_64 rng(41);
+  std::vector<float> e;
+  std::vector<double> total;
+  for (int i = 0; i < 200000; ++i) {
+    // A midpoint between a float q in [2^-40, 1) and the next one up.
+    const float q = std::ldexp(1.0f + static_cast<float>(rng() % (1u << 23)) * 0x1p-23f,
+                               -1 - static_cast<int>(rng() % 40));
+    const double midpoint = (static_cast<double>(q) + std::nextafter(q, 2.0f)) / 2;
+    // e in [q, 1], total = e / midpoint nudged by whole ulps: e / total then
+    // lies on or just beside the midpoint.
+    const float numerator = std::min(1.0f, q * (1.0f + static_cast<float>(rng() % 1000)));
+    double t = static_cast<double>(numerator) / midpoint;
+    const int nudge = static_cast<int>(rng() % 9) - 4;
+    for (int k = 0; k < std::abs(nudge); ++k) t = std::nextafter(t, nudge > 0 ? 1e300 : 0.0);
+    e.push_back(numerator);
+    total.push_back(t);
+  }
+  for (int i = 0; i < 20000; ++i) {  // float subnormal and near-subnormal quotients
+    e.push_back(std::ldexp(1.0f + static_cast<float>(rng() % 1000) / 1000.0f,
+                           -120 - static_cast<int>(rng() % 30)));
+    total.push_back(1.0 + static_cast<double>(rng() % 100000) / 7.0);
+  }
+  e.push_back(0.0f);
+  total.push_back(3.0);
+  while (e.size() % 8 != 0) {
+    e.push_back(0.5f);
+    total.push_back(1.5);
+  }
+  int64_t plain_multiply_wrong = 0;
+  for (size_t i = 0; i < e.size(); ++i) {
+    const float expected = static_cast<float>(static_cast<double>(e[i]) / total[i]);
+    if (!same_bits(static_cast<float>(static_cast<double>(e[i]) * (1.0 / total[i])), expected)) {
+      ++plain_multiply_wrong;
+    }
+  }
+  EXPECT_GT(plain_multiply_wrong, 1000) << "the cases do not reach the midpoints";
+  const auto check = [&](const char* body, size_t lanes, auto&& run) {
+    std::vector<float> out(lanes);
+    for (size_t i = 0; i < e.size(); i += lanes) {
+      run(&e[i], &total[i], out.data());
+      for (size_t j = 0; j < lanes; ++j) {
+        const float expected = static_cast<float>(static_cast<double>(e[i + j]) / total[i + j]);
+        ASSERT_TRUE(same_bits(out[j], expected))
+            << body << ": " << e[i + j] << " / " << total[i + j] << " gave " << out[j]
+            << ", the division " << expected;
+      }
+    }
+  };
+  check("avx2", 4, exact_quotients_avx2);
+  if (cpu_isa_detected() >= CpuIsa::kAvx512Vnni) check("avx512", 8, exact_quotients_avx512);
+}
+#endif
+
 // The definition against float64: within 2 ulps of exp(x - m) / sum, where
 // x - m is the float32 difference the definition (and PyTorch) takes and
 // the rest is exact (exp_f32 is within 1 ulp; sum and quotient in double).
@@ -157,16 +281,21 @@ TEST_F(CpuSimdOps, ActivationOpVectorEqualsScalarBits) {
   for (size_t i = 0; i < 64; ++i) x[i] = std::ldexp(static_cast<float>(i) - 32.0f, -2);
   for (Activation activation : {Activation::kRelu, Activation::kSwish, Activation::kGeluErf,
                                 Activation::kGeluTanh, Activation::kSigmoid, Activation::kTanh}) {
-    for (int64_t n : {int64_t{5}, static_cast<int64_t>(x.size())}) {
+    // 5 and 21: a tail shorter than one vector, and one after a whole 16-lane vector.
+    for (int64_t n : {int64_t{5}, int64_t{21}, static_cast<int64_t>(x.size())}) {
       const Tensor in = Tensor::from_vector(std::vector<float>(x.begin(), x.begin() + n), {n});
       cap_cpu_isa(CpuIsa::kScalar);
       const Tensor scalar = ops::activation(in, activation);
-      cap_cpu_isa(CpuIsa::kAvx2);
-      const Tensor vector = ops::activation(in, activation);
       for (int64_t i = 0; i < n; ++i) {
-        ASSERT_TRUE(same_bits(scalar.data<float>()[i], vector.data<float>()[i]))
-            << activation_name(activation) << "(" << x[i] << ")";
         ASSERT_TRUE(same_bits(scalar.data<float>()[i], act::apply(activation, x[i])));
+      }
+      for (CpuIsa level : dispatch_levels()) {
+        cap_cpu_isa(level);
+        const Tensor vector = ops::activation(in, activation);
+        for (int64_t i = 0; i < n; ++i) {
+          ASSERT_TRUE(same_bits(scalar.data<float>()[i], vector.data<float>()[i]))
+              << activation_name(activation) << "(" << x[i] << ") at " << cpu_isa_name(level);
+        }
       }
     }
   }
@@ -375,10 +504,13 @@ TEST_F(CpuSimdOps, LayerNormRowsFollowTheDefinitionWhateverTheSplit) {
       layer_norm_definition(&expected_sum[r * features], w.data(), b.data(),
                             &expected_added[r * features], features, 1e-5f);
     }
-    for (const auto& [level, threads] : std::vector<std::pair<CpuIsa, int>>{
-             {CpuIsa::kScalar, 1}, {CpuIsa::kAvx2, 1}, {CpuIsa::kAvx2, 2}}) {
+    std::vector<std::pair<CpuIsa, int>> runs;
+    for (CpuIsa level : dispatch_levels()) runs.emplace_back(level, 1);
+    runs.emplace_back(cpu_isa_detected(), 2);
+    for (const auto& [level, threads] : runs) {
       cap_cpu_isa(level);
       ops::set_cpu_threads(threads);
+      SCOPED_TRACE(cpu_isa_name(level));
       std::vector<float> out(x.size()), sum(x.size()), added(x.size());
       ops::cpu::layer_norm_f32(x.data(), w.data(), b.data(), out.data(), rows, features, 1e-5f);
       ops::cpu::add_scaled_layer_norm_f32(x.data(), residual.data(), alpha, w.data(), b.data(),

@@ -1,7 +1,8 @@
 // Elementwise activations, bit-identical to core/activations.h. Where the
-// dispatch level has AVX2 + FMA (core/cpu_features.h) eight lanes run at a
-// time through core/activations_avx2.h, whose bodies return the scalar
-// functions' bits; the scalar loop serves the rest (compiled for the
+// dispatch level has AVX-512 (core/cpu_features.h) sixteen lanes run at a
+// time through core/activations_avx512.h, at AVX2 + FMA eight through
+// core/activations_avx2.h; both return the scalar functions' bits, and the
+// scalar loop serves the rest (compiled for the
 // baseline x86-64 target, its std::fma is a correctly rounded libm call).
 // Large tensors are split over the worker pool (ops/cpu_threads.h) in fixed
 // chunks; an element's bits do not depend on which thread computed it.
@@ -15,6 +16,7 @@
 #include "ops/cpu_threads.h"
 #if defined(__x86_64__)
 #include "core/activations_avx2.h"
+#include "core/activations_avx512.h"
 #endif
 
 namespace oasr::ops::cpu {
@@ -41,12 +43,31 @@ OASR_AVX2_TARGET void apply_avx2(const float* x, float* out, int64_t n) {
     std::memcpy(out + i, lanes, sizeof(float) * static_cast<size_t>(n - i));
   }
 }
+
+OASR_AVX512_WARNINGS_OFF
+template <Activation kActivation>
+OASR_AVX512_TARGET void apply_avx512(const float* x, float* out, int64_t n) {
+  int64_t i = 0;
+  for (; i + 16 <= n; i += 16) {
+    _mm512_storeu_ps(out + i, avx512::apply_ps(kActivation, _mm512_loadu_ps(x + i)));
+  }
+  if (i < n) {  // the tail through the same body; masked-off lanes read as zero
+    const __mmask16 tail = static_cast<__mmask16>((1u << (n - i)) - 1);
+    _mm512_mask_storeu_ps(out + i, tail,
+                          avx512::apply_ps(kActivation, _mm512_maskz_loadu_ps(tail, x + i)));
+  }
+}
+OASR_AVX512_WARNINGS_ON
 #endif
 
 template <Activation kActivation>
 void apply_dispatch(const float* x, float* out, int64_t n) {
   const auto body = [&](const float* in, float* dst, int64_t count) {
 #if defined(__x86_64__)
+    if (cpu_has(CpuIsa::kAvx512Vnni)) {
+      apply_avx512<kActivation>(in, dst, count);
+      return;
+    }
     if (cpu_has(CpuIsa::kAvx2)) {
       apply_avx2<kActivation>(in, dst, count);
       return;

@@ -16,7 +16,8 @@
 #if defined(__x86_64__)
 #include <immintrin.h>
 
-#include "core/activations_avx2.h"  // OASR_AVX2_TARGET
+#include "core/activations_avx2.h"    // OASR_AVX2_TARGET
+#include "core/activations_avx512.h"  // OASR_AVX512_TARGET
 #endif
 
 namespace oasr::ops::cpu {
@@ -55,11 +56,32 @@ OASR_AVX2_TARGET void scale_shift_avx2(const float* x, const float* weight, cons
   }
   scale_shift_scalar(x, weight, bias, out, d, features, mean, rstd);
 }
+
+// Eight lanes of the same double operations.
+OASR_AVX512_WARNINGS_OFF
+OASR_AVX512_TARGET void scale_shift_avx512(const float* x, const float* weight, const float* bias,
+                                           float* out, int64_t features, double mean, double rstd) {
+  const __m512d mean8 = _mm512_set1_pd(mean);
+  const __m512d rstd8 = _mm512_set1_pd(rstd);
+  int64_t d = 0;
+  for (; d + 8 <= features; d += 8) {
+    __m512d y = _mm512_mul_pd(_mm512_sub_pd(_mm512_cvtps_pd(_mm256_loadu_ps(x + d)), mean8), rstd8);
+    if (weight != nullptr) y = _mm512_mul_pd(y, _mm512_cvtps_pd(_mm256_loadu_ps(weight + d)));
+    if (bias != nullptr) y = _mm512_add_pd(y, _mm512_cvtps_pd(_mm256_loadu_ps(bias + d)));
+    _mm256_storeu_ps(out + d, _mm512_cvtpd_ps(y));
+  }
+  scale_shift_scalar(x, weight, bias, out, d, features, mean, rstd);
+}
+OASR_AVX512_WARNINGS_ON
 #endif
 
 void scale_shift_row(const float* x, const float* weight, const float* bias, float* out,
                      int64_t features, double mean, double rstd) {
 #if defined(__x86_64__)
+  if (cpu_has(CpuIsa::kAvx512Vnni)) {
+    scale_shift_avx512(x, weight, bias, out, features, mean, rstd);
+    return;
+  }
   if (cpu_has(CpuIsa::kAvx2)) {
     scale_shift_avx2(x, weight, bias, out, features, mean, rstd);
     return;

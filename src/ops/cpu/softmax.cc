@@ -24,6 +24,7 @@
 #if defined(__x86_64__)
 #include "core/activations_avx2.h"
 #include "core/activations_avx512.h"
+#include "ops/cpu/exact_quotient.h"
 #endif
 
 namespace oasr::ops::cpu {
@@ -147,12 +148,19 @@ OASR_AVX2_TARGET void softmax_row_avx2(const float* x, const uint8_t* keep, floa
                        ((partial[2] + partial[6]) + (partial[3] + partial[7]));
   // Masked positions hold +0 already, and 0 / total = +0 (total > 0 here,
   // or NaN, where the scalar body also writes NaN only for kept positions).
+  // The quotients: ops/cpu/exact_quotient.h where total is a positive finite
+  // number, else the division itself.
   const __m256d t = _mm256_set1_pd(total);
+  const __m256d r = _mm256_set1_pd(1.0 / total);
+  const bool reciprocal = reciprocal_is_exact_enough(total);
   for (int64_t l = 0; l < full; l += 8) {
     const __m256 e = _mm256_loadu_ps(out + l);
-    const __m128 lo = _mm256_cvtpd_ps(_mm256_div_pd(_mm256_cvtps_pd(_mm256_castps256_ps128(e)), t));
+    const __m256d e_lo = _mm256_cvtps_pd(_mm256_castps256_ps128(e));
+    const __m256d e_hi = _mm256_cvtps_pd(_mm256_extractf128_ps(e, 1));
+    const __m128 lo =
+        _mm256_cvtpd_ps(reciprocal ? exact_quotient_pd(e_lo, r, t) : _mm256_div_pd(e_lo, t));
     const __m128 hi =
-        _mm256_cvtpd_ps(_mm256_div_pd(_mm256_cvtps_pd(_mm256_extractf128_ps(e, 1)), t));
+        _mm256_cvtpd_ps(reciprocal ? exact_quotient_pd(e_hi, r, t) : _mm256_div_pd(e_hi, t));
     __m256 p = _mm256_insertf128_ps(_mm256_castps128_ps256(lo), hi, 1);
     if (keep != nullptr) p = _mm256_and_ps(p, kept_lanes(keep, l));
     _mm256_storeu_ps(out + l, p);
@@ -225,14 +233,16 @@ OASR_AVX512_TARGET void softmax_row_avx512(const float* x, const uint8_t* keep, 
   const double total = ((partial[0] + partial[4]) + (partial[1] + partial[5])) +
                        ((partial[2] + partial[6]) + (partial[3] + partial[7]));
 
-  // The quotients in double, eight lanes at a time (a multiply by 1 / total
-  // with a check near float rounding midpoints measured no faster here).
+  // The quotients in double, eight lanes at a time, as the AVX2 body.
   const __m512d t = _mm512_set1_pd(total);
+  const __m512d r = _mm512_set1_pd(1.0 / total);
+  const bool reciprocal = reciprocal_is_exact_enough(total);
   for (int64_t l = 0; l < length; l += 8) {
     const __mmask8 lanes = static_cast<__mmask8>(tail_lanes16(std::min<int64_t>(length - l, 8)));
     const __mmask8 kept =
         keep == nullptr ? lanes : static_cast<__mmask8>(kept_lanes16(keep, l, lanes));
-    const __m512d q = _mm512_div_pd(_mm512_cvtps_pd(_mm256_maskz_loadu_ps(lanes, out + l)), t);
+    const __m512d e = _mm512_cvtps_pd(_mm256_maskz_loadu_ps(lanes, out + l));
+    const __m512d q = reciprocal ? exact_quotient_pd(e, r, t) : _mm512_div_pd(e, t);
     _mm256_mask_storeu_ps(out + l, lanes, _mm256_maskz_mov_ps(kept, _mm512_cvtpd_ps(q)));
   }
 }

@@ -1,8 +1,8 @@
 // Pieces the x86 int8 GEMM lanes share (scaled_mm_int8_avx2.cc,
 // scaled_mm_int8_vnni.cc, scaled_mm_int8_avx_vnni.cc, scaled_mm_int8_amx.cc): 64-byte aligned
 // arrays, the packed-A scratch of the calling thread, the u8 packing of A
-// for vpdpbusd, and DESIGN.md §3's epilogue on eight exact int32
-// accumulators. x86-64 only.
+// for vpdpbusd, and DESIGN.md §3's epilogue on eight (AVX2) or sixteen
+// (AVX-512) exact int32 accumulators. x86-64 only.
 #pragma once
 
 #include <immintrin.h>
@@ -16,6 +16,7 @@
 
 #include "core/activations.h"
 #include "core/activations_avx2.h"
+#include "core/activations_avx512.h"
 #include "core/error.h"
 #include "ops/cpu/worker_pool.h"
 
@@ -180,6 +181,20 @@ OASR_AVX2_INLINE __m256 epilogue8(__m256i acc, __m256 a_scale, const float* w_sc
   if (bias != nullptr) t = _mm256_add_ps(t, _mm256_loadu_ps(bias));
   return avx2::apply_ps(kAct, t);
 }
+
+// epilogue8 on sixteen lanes, for the AVX-512 lanes (VNNI, AMX): the same
+// IEEE-rounded operations in the same order, with avx512::apply_ps, whose
+// bits are the scalar activation's.
+OASR_AVX512_WARNINGS_OFF
+template <Activation kAct>
+OASR_AVX512_INLINE __m512 epilogue16(__m512i acc, __m512 a_scale, const float* w_scale,
+                                     const float* bias) {
+  __m512 t = _mm512_mul_ps(_mm512_loadu_ps(w_scale), _mm512_cvtepi32_ps(acc));
+  t = _mm512_mul_ps(a_scale, t);
+  if (bias != nullptr) t = _mm512_add_ps(t, _mm512_loadu_ps(bias));
+  return avx512::apply_ps(kAct, t);
+}
+OASR_AVX512_WARNINGS_ON
 
 // numerics.h's quantize_int8 on eight lanes, as int32: rint, NaN -> 0,
 // clamp to +-127 (the per-token and static quantizers and the conv gather).

@@ -6,9 +6,9 @@
 // them with two 64-byte weight vectors (32 channels x 4 bytes) through
 // vpdpbusd: 16 accumulators of 16 int32 lanes for an 8 x 32 tile, over the
 // whole K. The epilogue subtracts the channel's compensation (exact int32),
-// then runs the AVX2 epilogue of scaled_mm_int8_avx2 on each 8-lane half, so
-// the float operations are the same IEEE-rounded ones in the same order as
-// the scalar int8_epilogue.
+// then runs x86::epilogue16 on each 16-lane vector, so the float operations
+// are the same IEEE-rounded ones in the same order as the scalar
+// int8_epilogue.
 //
 // Blocking, as in the AVX2 kernel: a task is kBlockTiles row tiles x
 // kBlockPanels panels; the row tile stays in L1 while it meets the block's
@@ -28,14 +28,14 @@
 #include "quant/kernels/cpu/int8_gemm_x86.h"
 
 #define OASR_VNNI_TARGET \
-  __attribute__((target("avx512f,avx512bw,avx512vl,avx512vnni,avx2,fma,f16c")))
+  __attribute__((target("avx512f,avx512bw,avx512vl,avx512dq,avx512vnni,avx2,fma,f16c")))
 
 namespace oasr::quant {
 namespace {
 
 using x86::a_scratch;
 using x86::aligned_alloc_array;
-using x86::epilogue8;
+using x86::epilogue16;
 using x86::pack_a_rows_u8;
 
 constexpr int kTileRows = 8;
@@ -86,29 +86,17 @@ template <Activation kAct>
 OASR_VNNI_TARGET void store_tile(const TileAccumulators& acc, const float* a_scale, int rows,
                                  const PanelEpilogue& panel, float* out, int64_t ldo) {
   for (int r = 0; r < rows; ++r) {
-    const __m256 row_scale = _mm256_set1_ps(a_scale[r]);
+    const __m512 row_scale = _mm512_set1_ps(a_scale[r]);
     float* dst = out + r * ldo;
     for (int v = 0; v < 2; ++v) {
-      if (16 * v >= panel.columns) break;
-      // The halves go through memory: GCC 12 warns on every 512 -> 256
-      // extract intrinsic (its _mm256_undefined_* placeholder).
-      alignas(64) int32_t exact[16];
-      _mm512_store_si512(exact, _mm512_sub_epi32(acc.lanes[r][v],
-                                                 _mm512_loadu_si512(panel.compensation + 16 * v)));
-      for (int h = 0; h < 2; ++h) {
-        const int64_t first = 16 * v + 8 * h;
-        if (first >= panel.columns) break;
-        const __m256i half = _mm256_load_si256(reinterpret_cast<const __m256i*>(exact + 8 * h));
-        const __m256 y = epilogue8<kAct>(half, row_scale, panel.w_scale + first,
-                                         panel.bias == nullptr ? nullptr : panel.bias + first);
-        if (first + 8 <= panel.columns) {
-          _mm256_storeu_ps(dst + first, y);
-        } else {
-          alignas(32) float lanes[8];
-          _mm256_store_ps(lanes, y);
-          std::memcpy(dst + first, lanes, sizeof(float) * (panel.columns - first));
-        }
-      }
+      const int64_t first = 16 * v;
+      if (first >= panel.columns) break;
+      const __m512i exact =
+          _mm512_sub_epi32(acc.lanes[r][v], _mm512_loadu_si512(panel.compensation + first));
+      const __m512 y = epilogue16<kAct>(exact, row_scale, panel.w_scale + first,
+                                        panel.bias == nullptr ? nullptr : panel.bias + first);
+      const int64_t valid = std::min<int64_t>(16, panel.columns - first);
+      _mm512_mask_storeu_ps(dst + first, static_cast<__mmask16>((1u << valid) - 1), y);
     }
   }
 }
