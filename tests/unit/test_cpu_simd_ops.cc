@@ -486,7 +486,7 @@ TEST_F(CpuSimdOps, LayerNormRowsFollowTheDefinitionWhateverTheSplit) {
   std::mt19937 rng(29);
   std::normal_distribution<float> normal(3.0f, 2.0f);
   for (const auto& [rows, features] :
-       std::vector<std::pair<int64_t, int64_t>>{{1003, 256}, {7, 5}, {66, 384}}) {
+       std::vector<std::pair<int64_t, int64_t>>{{1003, 256}, {7, 5}, {66, 384}, {19, 37}}) {
     std::vector<float> x(rows * features), residual(rows * features), w(features), b(features);
     for (float& v : x) v = normal(rng);
     for (float& v : residual) v = normal(rng);

@@ -25,9 +25,10 @@ namespace {
 
 // Rows per pool task, and the rows one pass interleaves: each row keeps its
 // own sequential sums (the definition's order), the kRows chains only run
-// side by side so the adds' latency overlaps.
+// side by side so the adds' latency overlaps (on AVX-512, as the eight
+// double lanes of one vector).
 constexpr int64_t kRowsPerTask = 16;
-constexpr int kRows = 4;
+constexpr int kRows = 8;
 
 // y_d = float((x_d - mean) * rstd * w_d + b_d) in double for d in [begin, end).
 void scale_shift_scalar(const float* x, const float* weight, const float* bias, float* out,
@@ -90,6 +91,79 @@ void scale_shift_row(const float* x, const float* weight, const float* bias, flo
   scale_shift_scalar(x, weight, bias, out, 0, features, mean, rstd);
 }
 
+// The definition's two sums over features [begin, features) of rows
+// [0, count), continuing sum[] (mean == nullptr) or squares[] (centred on
+// mean[]), each row in d order.
+void row_sums_scalar(const float* x, int count, int64_t features, int64_t begin, const double* mean,
+                     double* sums) {
+  for (int64_t d = begin; d < features; ++d) {
+    for (int r = 0; r < count; ++r) {
+      const double value = static_cast<double>(x[r * features + d]);
+      if (mean == nullptr) {
+        sums[r] += value;
+      } else {
+        const double centered = value - mean[r];
+        sums[r] += centered * centered;
+      }
+    }
+  }
+}
+
+#if defined(__x86_64__)
+// kRows full rows: eight features of each row a step, transposed so that
+// lane r of each vector is row r (every row's adds stay in d order, the
+// same IEEE operations as row_sums_scalar), the feature tail scalar.
+OASR_AVX512_WARNINGS_OFF
+OASR_AVX512_TARGET void row_sums_avx512(const float* x, int64_t features, const double* mean,
+                                        double* sums) {
+  __m512d acc = _mm512_setzero_pd();
+  const __m512d centre = mean == nullptr ? _mm512_setzero_pd() : _mm512_loadu_pd(mean);
+  int64_t d = 0;
+  for (; d + 8 <= features; d += 8) {
+    __m256 rows[kRows];
+    for (int r = 0; r < kRows; ++r) rows[r] = _mm256_loadu_ps(x + r * features + d);
+    // The 8 x 8 transpose: column k of the block becomes vector k.
+    __m256 pairs[kRows], quads[kRows], columns[kRows];
+    for (int r = 0; r < kRows; r += 2) {
+      pairs[r] = _mm256_unpacklo_ps(rows[r], rows[r + 1]);
+      pairs[r + 1] = _mm256_unpackhi_ps(rows[r], rows[r + 1]);
+    }
+    for (int h = 0; h < kRows; h += 4) {
+      quads[h] = _mm256_shuffle_ps(pairs[h], pairs[h + 2], _MM_SHUFFLE(1, 0, 1, 0));
+      quads[h + 1] = _mm256_shuffle_ps(pairs[h], pairs[h + 2], _MM_SHUFFLE(3, 2, 3, 2));
+      quads[h + 2] = _mm256_shuffle_ps(pairs[h + 1], pairs[h + 3], _MM_SHUFFLE(1, 0, 1, 0));
+      quads[h + 3] = _mm256_shuffle_ps(pairs[h + 1], pairs[h + 3], _MM_SHUFFLE(3, 2, 3, 2));
+    }
+    for (int k = 0; k < 4; ++k) {
+      columns[k] = _mm256_permute2f128_ps(quads[k], quads[k + 4], 0x20);
+      columns[k + 4] = _mm256_permute2f128_ps(quads[k], quads[k + 4], 0x31);
+    }
+    for (int k = 0; k < kRows; ++k) {
+      const __m512d value = _mm512_cvtps_pd(columns[k]);
+      if (mean == nullptr) {
+        acc = _mm512_add_pd(acc, value);
+      } else {
+        const __m512d centered = _mm512_sub_pd(value, centre);
+        acc = _mm512_add_pd(acc, _mm512_mul_pd(centered, centered));
+      }
+    }
+  }
+  _mm512_storeu_pd(sums, acc);
+  row_sums_scalar(x, kRows, features, d, mean, sums);
+}
+OASR_AVX512_WARNINGS_ON
+#endif
+
+void row_sums(const float* x, int count, int64_t features, const double* mean, double* sums) {
+#if defined(__x86_64__)
+  if (count == kRows && cpu_has(CpuIsa::kAvx512Vnni)) {
+    row_sums_avx512(x, features, mean, sums);
+    return;
+  }
+#endif
+  row_sums_scalar(x, count, features, 0, mean, sums);
+}
+
 // Rows [0, count) of x (count <= kRows), each normalized as defined above.
 void normalize_rows(const float* x, const float* weight, const float* bias, float* out, int count,
                     int64_t features, float eps) {
@@ -98,16 +172,9 @@ void normalize_rows(const float* x, const float* weight, const float* bias, floa
   double mean[kRows] = {};
   double squares[kRows] = {};
   double rstd[kRows] = {};
-  for (int64_t d = 0; d < features; ++d) {
-    for (int r = 0; r < count; ++r) sum[r] += static_cast<double>(x[r * features + d]);
-  }
+  row_sums(x, count, features, nullptr, sum);
   for (int r = 0; r < count; ++r) mean[r] = sum[r] / static_cast<double>(features);
-  for (int64_t d = 0; d < features; ++d) {
-    for (int r = 0; r < count; ++r) {
-      const double centered = static_cast<double>(x[r * features + d]) - mean[r];
-      squares[r] += centered * centered;
-    }
-  }
+  row_sums(x, count, features, mean, squares);
   for (int r = 0; r < count; ++r) {
     const double variance = squares[r] / static_cast<double>(features);
     rstd[r] = 1.0 / std::sqrt(variance + static_cast<double>(eps));
