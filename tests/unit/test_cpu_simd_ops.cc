@@ -178,7 +178,7 @@ OASR_AVX2_TARGET void exact_quotients_avx2(const float* e, const double* total, 
 // check, against the division, on quotients placed on, and one to four
 // double ulps either side of, float rounding midpoints (where a plain
 // multiply by 1 / total does round differently: counted, so the cases are
-// known to be the hard ones), and on results in the float subnormal range.
+// known to be the hard ones), also between float subnormals.
 TEST_F(CpuSimdOps, ExactQuotientEqualsTheDivisionAtFloatMidpoints) {
   std::mt19937_64 rng(41);
   std::vector<float> e;
@@ -197,10 +197,18 @@ TEST_F(CpuSimdOps, ExactQuotientEqualsTheDivisionAtFloatMidpoints) {
     e.push_back(numerator);
     total.push_back(t);
   }
-  for (int i = 0; i < 20000; ++i) {  // float subnormal and near-subnormal quotients
-    e.push_back(std::ldexp(1.0f + static_cast<float>(rng() % 1000) / 1000.0f,
-                           -120 - static_cast<int>(rng() % 30)));
-    total.push_back(1.0 + static_cast<double>(rng() % 100000) / 7.0);
+  for (int i = 0; i < 40000; ++i) {
+    // Midpoints between float subnormals, (k + 1/2) 2^-149, and the smallest
+    // normals: e / total placed on and beside them the same way.
+    const double midpoint = (static_cast<double>(rng() % (1u << 24)) + 0.5) * 0x1p-149;
+    const double scale = 1.0 + static_cast<double>(rng() % 100000) / 7.0;
+    const float numerator = static_cast<float>(midpoint * scale);
+    if (numerator == 0.0f) continue;
+    double t = static_cast<double>(numerator) / midpoint;
+    const int nudge = static_cast<int>(rng() % 9) - 4;
+    for (int k = 0; k < std::abs(nudge); ++k) t = std::nextafter(t, nudge > 0 ? 1e300 : 0.0);
+    e.push_back(numerator);
+    total.push_back(t);
   }
   e.push_back(0.0f);
   total.push_back(3.0);
@@ -520,6 +528,36 @@ TEST_F(CpuSimdOps, LayerNormRowsFollowTheDefinitionWhateverTheSplit) {
         ASSERT_TRUE(same_bits(sum[i], expected_sum[i])) << i;
         ASSERT_TRUE(same_bits(added[i], expected_added[i])) << i;
       }
+    }
+  }
+}
+
+// Rows whose sums are order-sensitive: +2^60 and -2^60 at row-dependent
+// features among small values, so that the definition's feature order
+// (small values before the +2^60 absorbed, later ones kept) decides the mean,
+// and with unit weight and zero bias the outputs show it.
+TEST_F(CpuSimdOps, LayerNormSumsKeepFeatureOrder) {
+  std::mt19937 rng(31);
+  std::normal_distribution<float> normal(0.0f, 1.0f);
+  const int64_t rows = 16, features = 40;
+  std::vector<float> x(rows * features), w(features, 1.0f), b(features, 0.0f);
+  for (float& v : x) v = normal(rng);
+  for (int64_t r = 0; r < rows; ++r) {
+    x[r * features + 3 + r % 5] = 0x1p60f;
+    x[r * features + 11 + r % 7] = -0x1p60f;
+  }
+  std::vector<float> expected(x.size());
+  for (int64_t r = 0; r < rows; ++r) {
+    layer_norm_definition(&x[r * features], w.data(), b.data(), &expected[r * features], features,
+                          1e-5f);
+  }
+  for (CpuIsa level : dispatch_levels()) {
+    cap_cpu_isa(level);
+    std::vector<float> out(x.size());
+    ops::cpu::layer_norm_f32(x.data(), w.data(), b.data(), out.data(), rows, features, 1e-5f);
+    for (size_t i = 0; i < x.size(); ++i) {
+      ASSERT_TRUE(same_bits(out[i], expected[i]))
+          << cpu_isa_name(level) << " row " << i / features << " feature " << i % features;
     }
   }
 }

@@ -92,8 +92,8 @@ void scale_shift_row(const float* x, const float* weight, const float* bias, flo
 }
 
 // The definition's two sums over features [begin, features) of rows
-// [0, count), continuing sum[] (mean == nullptr) or squares[] (centred on
-// mean[]), each row in d order.
+// [0, count), added onto sums[] (the plain sums when mean == nullptr, else
+// the squares centred on mean[]), each row in d order.
 void row_sums_scalar(const float* x, int count, int64_t features, int64_t begin, const double* mean,
                      double* sums) {
   for (int64_t d = begin; d < features; ++d) {
@@ -110,13 +110,15 @@ void row_sums_scalar(const float* x, int count, int64_t features, int64_t begin,
 }
 
 #if defined(__x86_64__)
-// kRows full rows: eight features of each row a step, transposed so that
-// lane r of each vector is row r (every row's adds stay in d order, the
-// same IEEE operations as row_sums_scalar), the feature tail scalar.
+// row_sums_scalar for kRows full rows from feature 0: eight features of
+// each row a step, transposed so that lane r of each vector is row r (every
+// row's adds stay in d order, the same IEEE operations), the feature tail
+// scalar.
+static_assert(kRows == 8, "the transpose below is 8 rows x 8 features");
 OASR_AVX512_WARNINGS_OFF
 OASR_AVX512_TARGET void row_sums_avx512(const float* x, int64_t features, const double* mean,
                                         double* sums) {
-  __m512d acc = _mm512_setzero_pd();
+  __m512d acc = _mm512_loadu_pd(sums);
   const __m512d centre = mean == nullptr ? _mm512_setzero_pd() : _mm512_loadu_pd(mean);
   int64_t d = 0;
   for (; d + 8 <= features; d += 8) {

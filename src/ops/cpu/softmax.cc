@@ -148,8 +148,8 @@ OASR_AVX2_TARGET void softmax_row_avx2(const float* x, const uint8_t* keep, floa
                        ((partial[2] + partial[6]) + (partial[3] + partial[7]));
   // Masked positions hold +0 already, and 0 / total = +0 (total > 0 here,
   // or NaN, where the scalar body also writes NaN only for kept positions).
-  // The quotients: ops/cpu/exact_quotient.h where total is a positive finite
-  // number, else the division itself.
+  // The quotients: ops/cpu/exact_quotient.h where total is in [2^-1000,
+  // 2^1000] (reciprocal_is_exact_enough), else the division itself.
   const __m256d t = _mm256_set1_pd(total);
   const __m256d r = _mm256_set1_pd(1.0 / total);
   const bool reciprocal = reciprocal_is_exact_enough(total);
