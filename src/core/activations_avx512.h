@@ -6,7 +6,7 @@
 // roundscale to nearest even as rint, exact exponent-bit arithmetic), and
 // each scalar branch becomes a masked move of the branch's value, in the
 // scalar branch order. tests/quant/test_avx2_activations.cc compares them
-// with the scalar functions; the int8 epilogues of the AVX-512 lanes and the
+// with the scalar functions; the AVX-512 VNNI lane's int8 epilogue and the
 // CPU activation op run them.
 //
 // Only for functions compiled for AVX-512 (the target attribute below),

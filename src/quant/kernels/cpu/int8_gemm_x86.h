@@ -182,7 +182,7 @@ OASR_AVX2_INLINE __m256 epilogue8(__m256i acc, __m256 a_scale, const float* w_sc
   return avx2::apply_ps(kAct, t);
 }
 
-// epilogue8 on sixteen lanes, for the AVX-512 lanes (VNNI, AMX): the same
+// epilogue8 on sixteen lanes, for the AVX-512 VNNI lane: the same
 // IEEE-rounded operations in the same order, with avx512::apply_ps, whose
 // bits are the scalar activation's.
 OASR_AVX512_WARNINGS_OFF

@@ -6,8 +6,8 @@
 // (tmm0-3) and walks K one tile at a time: two A tiles (rows 0-15 and
 // 16-31, tmm4-5), two B tiles (channels 0-15 and 16-31 of the panel,
 // tmm6-7), four tdpbssd. The tiles are then stored to a 32 x 32 buffer and
-// x86::epilogue16 runs on each 16-lane piece, so the float operations are
-// the scalar int8_epilogue's, in its order.
+// the AVX2 epilogue of scaled_mm_int8_avx2 runs on each 8-lane piece, so the
+// float operations are the scalar int8_epilogue's, in its order.
 //
 // A task is at most kTaskBlocks row blocks x kTaskPanels panels (fewer
 // where the product would have under two tasks a thread): the row block's
@@ -29,16 +29,16 @@
 #include "ops/cpu/worker_pool.h"
 #include "quant/kernels/cpu/int8_gemm_x86.h"
 
-#define OASR_AMX_TARGET                                                              \
-  __attribute__((                                                                    \
-      target("amx-tile,amx-int8,avx512f,avx512bw,avx512vl,avx512dq,avx512vnni,avx2," \
-             "fma,f16c")))
+#define OASR_AMX_TARGET                                                         \
+  __attribute__((                                                               \
+      target("amx-tile,amx-int8,avx512f,avx512bw,avx512vl,avx512vnni,avx2,fma," \
+             "f16c")))
 
 namespace oasr::quant {
 namespace {
 
 using x86::a_scratch;
-using x86::epilogue16;
+using x86::epilogue8;
 
 constexpr int64_t kTileRows = 16;                                       // rows of an A or C tile
 constexpr int64_t kTileBytes = 64;                                      // bytes of a tile row
@@ -118,20 +118,25 @@ OASR_AMX_TARGET void block_dot(const int8_t* a_block, int64_t lda, const int8_t*
   _tile_stored(3, &acc[kTileRows][kTileRows], kAccStride);
 }
 
-// §3's epilogue on rows x columns of acc, sixteen channels at a time.
+// §3's epilogue on rows x columns of acc, eight channels at a time.
 template <Activation kAct>
 OASR_AMX_TARGET void store_block(const int32_t (*acc)[kPanelColumns], const float* a_scale,
                                  int64_t rows, int64_t columns, const float* w_scale,
                                  const float* bias, float* out, int64_t ldo) {
   for (int64_t r = 0; r < rows; ++r) {
-    const __m512 row_scale = _mm512_set1_ps(a_scale[r]);
+    const __m256 row_scale = _mm256_set1_ps(a_scale[r]);
     float* dst = out + r * ldo;
-    for (int64_t first = 0; first < columns; first += 16) {
-      const __m512i exact = _mm512_load_si512(&acc[r][first]);
-      const __m512 y = epilogue16<kAct>(exact, row_scale, w_scale + first,
-                                        bias == nullptr ? nullptr : bias + first);
-      const int64_t valid = std::min<int64_t>(16, columns - first);
-      _mm512_mask_storeu_ps(dst + first, static_cast<__mmask16>((1u << valid) - 1), y);
+    for (int64_t first = 0; first < columns; first += 8) {
+      const __m256i exact = _mm256_load_si256(reinterpret_cast<const __m256i*>(&acc[r][first]));
+      const __m256 y = epilogue8<kAct>(exact, row_scale, w_scale + first,
+                                       bias == nullptr ? nullptr : bias + first);
+      if (first + 8 <= columns) {
+        _mm256_storeu_ps(dst + first, y);
+      } else {
+        alignas(32) float lanes[8];
+        _mm256_store_ps(lanes, y);
+        std::memcpy(dst + first, lanes, sizeof(float) * (columns - first));
+      }
     }
   }
 }
