@@ -40,7 +40,12 @@
 #include "engine/asr_engine.h"
 #include "engine/engine_options.h"
 #include "engine/quantize_recipe.h"
+#include "io/manifest.h"
 #include "models/architecture.h"
+#if defined(OASR_PY_SERVICE)
+#include "server/service.h"
+#include "server/service_options.h"
+#endif
 
 namespace nb = nanobind;
 using namespace nb::literals;
@@ -365,6 +370,7 @@ class Engine {
   }
   std::string config_dump() const { return engine_->config().dump(); }
   std::string decode_dump() const { return engine_->decode_options().dump(); }
+  const std::shared_ptr<const engine::ASREngine>& shared() const { return engine_; }
 
  private:
   static engine::DecodeOverrides decode_overrides(const std::string& json_text) {
@@ -376,15 +382,130 @@ class Engine {
 };
 
 // EngineConfig's validation without building an engine: the dump of the
-// parsed config, or ConfigError.
-std::string check_engine_config(const std::string& config_json) {
+// parsed config, or ConfigError. `on_this_machine` false leaves out whether
+// this machine has the CUDA device (a config served elsewhere).
+std::string check_engine_config(const std::string& config_json, bool on_this_machine) {
   const nlohmann::json object = parse_json(config_json, "the engine configuration");
   return in_phase(Phase::kConfig, [&] {
     const engine::EngineConfig config = engine::engine_config_from_json(object);
-    config.validate();
+    config.validate(on_this_machine);
     return config.dump();
   });
 }
+
+// An audio file (a path, or its bytes) decoded as the engine reads files:
+// float32 mono samples in [-1, 1] and their rate, resampled to
+// `sample_rate` where it is not 0. An engine given these samples at this
+// rate resamples them as it would the file.
+using SamplesArray = nb::ndarray<nb::numpy, float, nb::ndim<1>>;
+std::pair<SamplesArray, int> load_audio(const nb::object& source, int sample_rate) {
+  std::optional<std::string> path;
+  std::string encoded;
+  if (nb::isinstance<nb::str>(source)) {
+    path = nb::cast<std::string>(source);
+  } else if (nb::isinstance<nb::bytes>(source)) {
+    const nb::bytes bytes = nb::borrow<nb::bytes>(source);
+    encoded.assign(bytes.c_str(), bytes.size());
+  } else {
+    throw PhaseError(Phase::kAudio, Error(ErrorCode::kInvalidArgument,
+                                          "load_audio: expected a path or the bytes of an audio "
+                                          "file, got " +
+                                              nb::cast<std::string>(nb::str(source.type()))));
+  }
+  audio::DecodedAudio decoded = run_released([&] {
+    return in_phase(Phase::kAudio, [&] {
+      OASR_CHECK(sample_rate >= 0, kInvalidArgument,
+                 "load_audio: sample_rate must be 0 (the file's) or positive, not ", sample_rate);
+      audio::AudioLoadOptions options;
+      options.target_sample_rate = sample_rate;
+      return path ? audio::load_audio(*path, options)
+                  : audio::load_audio_from_memory(encoded, "audio bytes", options);
+    });
+  });
+  auto* samples = new std::vector<float>(std::move(decoded.samples));
+  nb::capsule owner(samples, [](void* p) noexcept { delete static_cast<std::vector<float>*>(p); });
+  return {SamplesArray(samples->data(), {samples->size()}, owner), decoded.sample_rate};
+}
+
+// `oasr eval`'s manifest reader (io/manifest.h): (id, audio path resolved
+// against `audio_root` or the manifest's folder, text or None, line).
+using ManifestRow = std::tuple<std::string, std::string, std::optional<std::string>, int>;
+std::vector<ManifestRow> read_manifest(const std::string& path, const std::string& audio_root) {
+  return in_phase(Phase::kConfig, [&] {
+    io::ManifestOptions options;
+    options.audio_root = audio_root;
+    options.require_text = false;
+    std::vector<ManifestRow> rows;
+    for (const io::ManifestEntry& entry : io::read_manifest(path, options)) {
+      rows.emplace_back(entry.id, entry.audio.string(), entry.text, entry.line);
+    }
+    return rows;
+  });
+}
+
+#if defined(OASR_PY_SERVICE)
+// oasr-server's HTTP API (server::TranscriptionService) over one engine, for
+// transports other than oasr-server's own (oasr.ray's Serve ingress): a
+// request's method, target, headers and body in, the reply's status, headers
+// and body out, byte for byte what oasr-server answers. Concurrent calls
+// from several Python threads are batched by the service's batcher.
+class Service {
+ public:
+  Service(const Engine& engine, const std::string& limits_json) : engine_(engine.shared()) {
+    const nlohmann::json object = parse_json(limits_json, "the service options");
+    const server::ServiceLimits limits =
+        in_phase(Phase::kConfig, [&] { return server::service_limits_from_json(object); });
+    service_ = std::make_unique<server::TranscriptionService>(
+        *engine_, server::service_options(*engine_, limits));
+  }
+
+  using Header = std::pair<std::string, std::string>;
+  std::tuple<int, std::vector<Header>, nb::bytes> handle(const std::string& method,
+                                                         const std::string& target,
+                                                         const std::vector<Header>& headers,
+                                                         const nb::bytes& body) {
+    server::Request request;
+    request.method_string(method);
+    request.target(target);
+    request.version(11);
+    for (const auto& [name, value] : headers) request.insert(name, value);
+    request.body().assign(body.c_str(), body.size());
+    request.prepare_payload();
+    server::Response response = run_released([&] {
+      // As oasr-server's transport: a body over the upload limit is refused
+      // before anything else reads it.
+      if (request.body().size() > service_->options().max_upload_bytes) {
+        return service_->too_large(request);
+      }
+      std::promise<server::Response> replied;
+      std::future<server::Response> reply = replied.get_future();
+      service_->handle(std::move(request),
+                       [&replied](server::Response r) { replied.set_value(std::move(r)); });
+      return reply.get();
+    });
+    std::vector<Header> out_headers;
+    for (const auto& field : response) {
+      out_headers.emplace_back(std::string(field.name_string()), std::string(field.value()));
+    }
+    const std::string& payload = response.body();
+    return {static_cast<int>(response.result_int()), std::move(out_headers),
+            nb::bytes(payload.data(), payload.size())};
+  }
+
+  // Stops taking transcriptions (503) and answers the queued ones.
+  void drain() {
+    run_released([&] {
+      service_->drain();
+      return 0;
+    });
+  }
+  std::string model_name() const { return service_->options().model_name; }
+
+ private:
+  std::shared_ptr<const engine::ASREngine> engine_;
+  std::unique_ptr<server::TranscriptionService> service_;
+};
+#endif
 
 std::string convert(const std::string& source, const std::string& destination,
                     const std::string& from, const std::optional<std::string>& dtype, bool force) {
@@ -489,7 +610,27 @@ NB_MODULE(_oasr, m) {
       .def("config_dump", &Engine::config_dump)
       .def("decode_dump", &Engine::decode_dump);
 
-  m.def("check_engine_config", &check_engine_config, "config_json"_a);
+  m.def("check_engine_config", &check_engine_config, "config_json"_a, "on_this_machine"_a = true);
+  m.def("load_audio", &load_audio, "source"_a, "sample_rate"_a = 0);
+  m.def("read_manifest", &read_manifest, "path"_a, "audio_root"_a = "");
+#if defined(OASR_PY_SERVICE)
+  nb::class_<Service>(m, "Service")
+      .def(nb::init<const Engine&, const std::string&>(), "engine"_a, "limits_json"_a,
+           nb::keep_alive<1, 2>())
+      .def("handle", &Service::handle, "method"_a, "target"_a, "headers"_a, "body"_a)
+      .def("drain", &Service::drain)
+      .def_prop_ro("model_name", &Service::model_name);
+  m.def(
+      "check_service_limits",
+      [](const std::string& limits_json) {
+        const nlohmann::json object = parse_json(limits_json, "the service options");
+        in_phase(Phase::kConfig, [&] { oasr::server::service_limits_from_json(object); });
+      },
+      "limits_json"_a);
+  m.attr("has_service") = true;
+#else
+  m.attr("has_service") = false;
+#endif
   m.def("engine_option_keys", &oasr::engine::engine_option_keys);
   // Every registered architecture's decode options, for the package's
   // EngineConfig fields and DECODE_KEYS (oasr/engine.py).

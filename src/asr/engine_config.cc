@@ -8,7 +8,7 @@
 
 namespace oasr::engine {
 
-void EngineConfig::validate() const {
+void EngineConfig::validate(bool on_this_machine) const {
   OASR_CHECK(!ckpt_dir.empty(), kInvalidArgument,
              "no checkpoint directory given; pass --ckpt-dir DIR");
   OASR_CHECK(max_batch_size >= 1, kInvalidArgument,
@@ -18,6 +18,7 @@ void EngineConfig::validate() const {
   const Device d = served_device();
   const DType served = served_dtype();
   if (d.is_cuda()) {
+    if (!on_this_machine) return;
     OASR_CHECK(cuda_available(), kUnsupported, "device '", device,
                "' asked for, but no CUDA GPU is usable here (this build has no CUDA backend, or "
                "no GPU is visible): build with -DOASR_WITH_CUDA=ON on a machine with an NVIDIA "

@@ -43,8 +43,12 @@ struct EngineConfig {
   std::shared_ptr<const TensorSource> weights;
 
   // Refuses (kUnsupported, saying what to do): cuda in a build without CUDA
-  // or on a machine without a GPU, a 16-bit dtype on the CPU.
-  void validate() const;
+  // or on a machine without a GPU, a 16-bit dtype on the CPU. With
+  // `on_this_machine` false it skips what only the machine that builds the
+  // engine can answer (is the CUDA device there), for a configuration
+  // checked on one machine and served on another (oasr.ray's driver and its
+  // GPU replicas).
+  void validate(bool on_this_machine = true) const;
   std::string dump() const;
   Device served_device() const;  // parsed device
   DType served_dtype() const;    // dtype, or the device's default when empty

@@ -21,6 +21,7 @@
 #include "core/logging.h"
 #include "server/http_server.h"
 #include "server/service.h"
+#include "server/service_options.h"
 
 namespace {
 
@@ -45,61 +46,25 @@ CLI::Validator finite_range(double min, double max) {
         }
         if (used != text.size() || text.empty() || !std::isfinite(value) || value < min ||
             value > max) {
-          return "'" + text + "' is not a number in [" + CLI::detail::to_string(min) + ", " +
-                 CLI::detail::to_string(max) + "]";
+          return "'" + text + "' is not a number in [" + oasr::server::limit_text(min) + ", " +
+                 oasr::server::limit_text(max) + "]";
         }
         return {};
       },
-      "NUMBER in [" + CLI::detail::to_string(min) + " - " + CLI::detail::to_string(max) + "]");
+      "NUMBER in [" + oasr::server::limit_text(min) + " - " + oasr::server::limit_text(max) + "]");
 }
 
 struct ServerFlags {
   oasr::server::ListenOptions listen;
-  std::string model_name;
-  int64_t max_batch_delay_ms = 10;
-  int64_t max_queue = 256;
-  double max_upload_mb = 25.0;
-  double max_audio_seconds = 600.0;
-  int64_t request_timeout_s = 120;
+  oasr::server::ServiceLimits limits;
   int64_t idle_timeout_s = 30;
-  int64_t stream_threads = 2;
-  std::string api_key;
 };
 
 void run(const oasr::cli::EngineFlags& engine_flags, const ServerFlags& flags) {
   using namespace oasr;
   const engine::EngineConfig config = engine_flags.to_config();
   const engine::ASREngine engine(config);
-  server::ServiceOptions options;
-  options.model_name =
-      flags.model_name.empty()
-          ? std::filesystem::absolute(config.ckpt_dir).lexically_normal().filename().string()
-          : flags.model_name;
-  if (options.model_name.empty()) options.model_name = "oasr";
-  options.max_upload_bytes = static_cast<size_t>(flags.max_upload_mb * (1 << 20));
-  options.max_audio_seconds = flags.max_audio_seconds;
-  options.max_stream_seconds = flags.max_audio_seconds;
-  // The limit is the loaded model's where it takes less: an upload it cannot
-  // take then gets 422 with the limit, not a 400 from deep in the decoder.
-  const engine::Recognizer::AudioLimit model_limit = engine.audio_limit();
-  if (model_limit.seconds < options.max_audio_seconds) {
-    log::info(
-        "the audio limit of {} s (--max-audio-seconds) is over what this {} model takes at "
-        "once: {} s ({}); audio is limited to {} s",
-        flags.max_audio_seconds, engine.architecture().display_name, model_limit.seconds,
-        model_limit.why, model_limit.seconds);
-    options.max_audio_seconds = model_limit.seconds;
-    std::ostringstream note;
-    note << "the " << engine.architecture().display_name << " model takes at most "
-         << model_limit.seconds << " s at once (" << model_limit.why << ")";
-    options.audio_limit_note = note.str();
-  }
-  options.request_timeout = std::chrono::seconds(flags.request_timeout_s);
-  options.api_key = flags.api_key;
-  options.max_batch = config.max_batch_size;
-  options.max_batch_delay = std::chrono::milliseconds(flags.max_batch_delay_ms);
-  options.max_queue = static_cast<size_t>(flags.max_queue);
-  options.stream_threads = static_cast<int>(flags.stream_threads);
+  const server::ServiceOptions options = server::service_options(engine, flags.limits);
   const quant::QuantizationInfo& info = engine.quantization_info();
   log::info("model '{}': {} ({}), device {}, dtype {}", options.model_name,
             engine.architecture().display_name, config.ckpt_dir.string(), config.device,
@@ -111,9 +76,9 @@ void run(const oasr::cli::EngineFlags& engine_flags, const ServerFlags& flags) {
   log::info(
       "limits: batch {} within {} ms, queue {}, upload {} MB, audio {} s, timeout {} s, "
       "idle {} s, api key {}",
-      options.max_batch, flags.max_batch_delay_ms, options.max_queue, flags.max_upload_mb,
-      options.max_audio_seconds, flags.request_timeout_s, flags.idle_timeout_s,
-      options.api_key.empty() ? "off" : "on");
+      options.max_batch, flags.limits.max_batch_delay_ms, options.max_queue,
+      flags.limits.max_upload_mb, options.max_audio_seconds, flags.limits.request_timeout_s,
+      flags.idle_timeout_s, options.api_key.empty() ? "off" : "on");
   if (options.api_key.empty()) {
     log::warn("no --api-key: the /v1 routes answer anyone who can reach {}", flags.listen.host);
   }
@@ -121,6 +86,33 @@ void run(const oasr::cli::EngineFlags& engine_flags, const ServerFlags& flags) {
   server::ListenOptions listen = flags.listen;
   listen.idle_timeout = std::chrono::seconds(flags.idle_timeout_s);
   server::serve(service, listen);
+}
+
+// The service limits as flags (--max-upload-mb, ...): names, ranges and help
+// from server/service_options.h, which oasr.ray's config reader shares.
+void add_limit_flags(CLI::App& app, oasr::server::ServiceLimits& limits) {
+  size_t count = 0;
+  const oasr::server::LimitSpec* specs = oasr::server::limit_specs(&count);
+  for (size_t i = 0; i < count; ++i) {
+    const oasr::server::LimitSpec& spec = specs[i];
+    std::string flag = std::string("--") + spec.key;
+    std::replace(flag.begin(), flag.end(), '_', '-');
+    const std::string key = spec.key;
+    CLI::Option* option = nullptr;
+    if (key == "max_upload_mb") option = app.add_option(flag, limits.max_upload_mb, spec.help);
+    if (key == "max_audio_seconds") {
+      option = app.add_option(flag, limits.max_audio_seconds, spec.help);
+    }
+    if (key == "request_timeout_s") {
+      option = app.add_option(flag, limits.request_timeout_s, spec.help);
+    }
+    if (key == "max_batch_delay_ms") {
+      option = app.add_option(flag, limits.max_batch_delay_ms, spec.help);
+    }
+    if (key == "max_queue") option = app.add_option(flag, limits.max_queue, spec.help);
+    if (key == "stream_threads") option = app.add_option(flag, limits.stream_threads, spec.help);
+    option->check(finite_range(spec.min, spec.max));
+  }
 }
 
 // glibc gives each thread that meets a locked heap an arena of its own (up
@@ -154,29 +146,13 @@ int main(int argc, char** argv) {
   app.add_option("--http-threads", flags.listen.threads,
                  "HTTP io threads (default 4; --threads sets the engine's CPU threads)")
       ->check(CLI::Range(1, 256));
-  app.add_option("--model-name", flags.model_name,
+  app.add_option("--model-name", flags.limits.model_name,
                  "the model id clients send as 'model' (default: the --ckpt-dir folder's name)");
-  app.add_option("--max-batch-delay-ms", flags.max_batch_delay_ms,
-                 "how long the oldest queued utterance waits for company (default 10)")
-      ->check(CLI::Range(int64_t{0}, int64_t{10000}));
-  app.add_option("--max-queue", flags.max_queue, "utterances queued before 429 (default 256)")
-      ->check(CLI::Range(int64_t{1}, int64_t{1000000}));
-  app.add_option("--max-upload-mb", flags.max_upload_mb, "largest request body (default 25)")
-      ->check(finite_range(0.001, 4096.0));
-  app.add_option("--max-audio-seconds", flags.max_audio_seconds,
-                 "longest audio accepted, 422 beyond (default 600)")
-      ->check(finite_range(0.1, 7200.0));
-  app.add_option("--request-timeout-s", flags.request_timeout_s,
-                 "a request still queued after this gets 504 (default 120)")
-      ->check(CLI::Range(int64_t{1}, int64_t{86400}));
+  add_limit_flags(app, flags.limits);
   app.add_option("--idle-timeout-s", flags.idle_timeout_s,
                  "a client silent this long (between or inside requests) is dropped (default 30)")
       ->check(CLI::Range(int64_t{1}, int64_t{3600}));
-  app.add_option("--stream-threads", flags.stream_threads,
-                 "threads decoding WebSocket streams' chunks, apart from the HTTP io threads "
-                 "(default 2)")
-      ->check(CLI::Range(int64_t{1}, int64_t{256}));
-  app.add_option("--api-key", flags.api_key,
+  app.add_option("--api-key", flags.limits.api_key,
                  "require 'Authorization: Bearer KEY' on the /v1 routes (default: none)")
       ->check(CLI::Validator(
           [](const std::string& key) -> std::string {
