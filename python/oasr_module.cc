@@ -371,6 +371,12 @@ class Engine {
   std::string config_dump() const { return engine_->config().dump(); }
   std::string decode_dump() const { return engine_->decode_options().dump(); }
   const std::shared_ptr<const engine::ASREngine>& shared() const { return engine_; }
+  // Refuses decode options this engine's architecture does not take
+  // (ConfigError), before any audio is read.
+  void check_decode(const std::string& overrides_json) const {
+    const engine::DecodeOverrides overrides = decode_overrides(overrides_json);
+    in_phase(Phase::kConfig, [&] { engine_->resolve_decode(overrides); });
+  }
 
  private:
   static engine::DecodeOverrides decode_overrides(const std::string& json_text) {
@@ -460,20 +466,20 @@ class Service {
   }
 
   using Header = std::pair<std::string, std::string>;
-  std::tuple<int, std::vector<Header>, nb::bytes> handle(const std::string& method,
-                                                         const std::string& target,
-                                                         const std::vector<Header>& headers,
-                                                         const nb::bytes& body) {
-    server::Request request;
-    request.method_string(method);
-    request.target(target);
-    request.version(11);
-    for (const auto& [name, value] : headers) request.insert(name, value);
+  using Reply = std::tuple<int, std::vector<Header>, nb::bytes>;
+
+  Reply handle(const std::string& method, const std::string& target,
+               const std::vector<Header>& headers, const nb::bytes& body) {
+    server::Request request = make_request(method, target, headers);
     request.body().assign(body.c_str(), body.size());
-    request.prepare_payload();
+    // The transport has read the body whole (de-chunked): its size is the
+    // length, whatever the client's framing said.
+    request.erase(server::http::field::transfer_encoding);
+    request.content_length(request.body().size());
     server::Response response = run_released([&] {
       // As oasr-server's transport: a body over the upload limit is refused
-      // before anything else reads it.
+      // without being parsed (the caller stops reading at the limit and
+      // asks too_large; this catches a caller that did not).
       if (request.body().size() > service_->options().max_upload_bytes) {
         return service_->too_large(request);
       }
@@ -483,14 +489,17 @@ class Service {
                        [&replied](server::Response r) { replied.set_value(std::move(r)); });
       return reply.get();
     });
-    std::vector<Header> out_headers;
-    for (const auto& field : response) {
-      out_headers.emplace_back(std::string(field.name_string()), std::string(field.value()));
-    }
-    const std::string& payload = response.body();
-    return {static_cast<int>(response.result_int()), std::move(out_headers),
-            nb::bytes(payload.data(), payload.size())};
+    return to_reply(response);
   }
+
+  // oasr-server's reply to a request whose body is over the upload limit,
+  // for a transport that stops reading it there.
+  Reply too_large(const std::string& method, const std::string& target,
+                  const std::vector<Header>& headers) const {
+    return to_reply(service_->too_large(make_request(method, target, headers)));
+  }
+
+  size_t max_upload_bytes() const { return service_->options().max_upload_bytes; }
 
   // Stops taking transcriptions (503) and answers the queued ones.
   void drain() {
@@ -502,6 +511,26 @@ class Service {
   std::string model_name() const { return service_->options().model_name; }
 
  private:
+  static server::Request make_request(const std::string& method, const std::string& target,
+                                      const std::vector<Header>& headers) {
+    server::Request request;
+    request.method_string(method);
+    request.target(target);
+    request.version(11);
+    for (const auto& [name, value] : headers) request.insert(name, value);
+    return request;
+  }
+
+  static Reply to_reply(const server::Response& response) {
+    std::vector<Header> headers;
+    for (const auto& field : response) {
+      headers.emplace_back(std::string(field.name_string()), std::string(field.value()));
+    }
+    const std::string& payload = response.body();
+    return {static_cast<int>(response.result_int()), std::move(headers),
+            nb::bytes(payload.data(), payload.size())};
+  }
+
   std::shared_ptr<const engine::ASREngine> engine_;
   std::unique_ptr<server::TranscriptionService> service_;
 };
@@ -608,7 +637,8 @@ NB_MODULE(_oasr, m) {
       .def_prop_ro("architecture", &Engine::architecture)
       .def("quantization_info_json", &Engine::quantization_info_json)
       .def("config_dump", &Engine::config_dump)
-      .def("decode_dump", &Engine::decode_dump);
+      .def("decode_dump", &Engine::decode_dump)
+      .def("check_decode", &Engine::check_decode, "overrides_json"_a);
 
   m.def("check_engine_config", &check_engine_config, "config_json"_a, "on_this_machine"_a = true);
   m.def("load_audio", &load_audio, "source"_a, "sample_rate"_a = 0);
@@ -618,6 +648,8 @@ NB_MODULE(_oasr, m) {
       .def(nb::init<const Engine&, const std::string&>(), "engine"_a, "limits_json"_a,
            nb::keep_alive<1, 2>())
       .def("handle", &Service::handle, "method"_a, "target"_a, "headers"_a, "body"_a)
+      .def("too_large", &Service::too_large, "method"_a, "target"_a, "headers"_a)
+      .def_prop_ro("max_upload_bytes", &Service::max_upload_bytes)
       .def("drain", &Service::drain)
       .def_prop_ro("model_name", &Service::model_name);
   m.def(

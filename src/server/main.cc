@@ -97,20 +97,9 @@ void add_limit_flags(CLI::App& app, oasr::server::ServiceLimits& limits) {
     const oasr::server::LimitSpec& spec = specs[i];
     std::string flag = std::string("--") + spec.key;
     std::replace(flag.begin(), flag.end(), '_', '-');
-    const std::string key = spec.key;
-    CLI::Option* option = nullptr;
-    if (key == "max_upload_mb") option = app.add_option(flag, limits.max_upload_mb, spec.help);
-    if (key == "max_audio_seconds") {
-      option = app.add_option(flag, limits.max_audio_seconds, spec.help);
-    }
-    if (key == "request_timeout_s") {
-      option = app.add_option(flag, limits.request_timeout_s, spec.help);
-    }
-    if (key == "max_batch_delay_ms") {
-      option = app.add_option(flag, limits.max_batch_delay_ms, spec.help);
-    }
-    if (key == "max_queue") option = app.add_option(flag, limits.max_queue, spec.help);
-    if (key == "stream_threads") option = app.add_option(flag, limits.stream_threads, spec.help);
+    CLI::Option* option = spec.integer != nullptr
+                              ? app.add_option(flag, limits.*spec.integer, spec.help)
+                              : app.add_option(flag, limits.*spec.real, spec.help);
     option->check(finite_range(spec.min, spec.max));
   }
 }

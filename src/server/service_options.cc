@@ -12,19 +12,21 @@ namespace {
 
 // oasr-server's flag ranges; NaN and infinities are refused with them.
 constexpr LimitSpec kLimits[] = {
-    {"max_upload_mb", 0.001, 4096.0, "largest request body in MB (default 25)"},
-    {"max_audio_seconds", 0.1, 7200.0, "longest audio accepted, 422 beyond (default 600)"},
-    {"request_timeout_s", 1, 86400, "a request still queued after this gets 504 (default 120)"},
+    {"max_upload_mb", 0.001, 4096.0, "largest request body in MB (default 25)",
+     &ServiceLimits::max_upload_mb, nullptr},
+    {"max_audio_seconds", 0.1, 7200.0, "longest audio accepted, 422 beyond (default 600)",
+     &ServiceLimits::max_audio_seconds, nullptr},
+    {"request_timeout_s", 1, 86400, "a request still queued after this gets 504 (default 120)",
+     nullptr, &ServiceLimits::request_timeout_s},
     {"max_batch_delay_ms", 0, 10000,
-     "how long the oldest queued utterance waits for company (default 10)"},
-    {"max_queue", 1, 1000000, "utterances queued before 429 (default 256)"},
+     "how long the oldest queued utterance waits for company (default 10)", nullptr,
+     &ServiceLimits::max_batch_delay_ms},
+    {"max_queue", 1, 1000000, "utterances queued before 429 (default 256)", nullptr,
+     &ServiceLimits::max_queue},
     {"stream_threads", 1, 256,
-     "threads decoding WebSocket streams' chunks, apart from the HTTP io threads (default 2)"},
+     "threads decoding WebSocket streams' chunks, apart from the HTTP io threads (default 2)",
+     nullptr, &ServiceLimits::stream_threads},
 };
-
-bool is_integer_key(const std::string& key) {
-  return key != "max_upload_mb" && key != "max_audio_seconds";
-}
 
 std::string key_list() {
   std::string out = "model_name";
@@ -40,7 +42,7 @@ std::string text_value(const nlohmann::json& value, const std::string& key) {
 
 double number_value(const nlohmann::json& value, const LimitSpec& spec) {
   const std::string key = spec.key;
-  const bool integer = is_integer_key(key);
+  const bool integer = spec.integer != nullptr;
   OASR_CHECK(value.is_number() && (!integer || value.is_number_integer()), kInvalidArgument,
              "service option '", key, "' must be ", integer ? "an integer" : "a number", " in [",
              limit_text(spec.min), ", ", limit_text(spec.max), "], not ", value.dump());
@@ -90,12 +92,11 @@ ServiceLimits service_limits_from_json(const nlohmann::json& object) {
     OASR_CHECK(spec != nullptr, kInvalidArgument, "unknown service option '", key,
                "'; the options are ", key_list());
     const double number = number_value(value, *spec);
-    if (key == "max_upload_mb") limits.max_upload_mb = number;
-    if (key == "max_audio_seconds") limits.max_audio_seconds = number;
-    if (key == "request_timeout_s") limits.request_timeout_s = static_cast<int64_t>(number);
-    if (key == "max_batch_delay_ms") limits.max_batch_delay_ms = static_cast<int64_t>(number);
-    if (key == "max_queue") limits.max_queue = static_cast<int64_t>(number);
-    if (key == "stream_threads") limits.stream_threads = static_cast<int64_t>(number);
+    if (spec->integer != nullptr) {
+      limits.*spec->integer = static_cast<int64_t>(number);
+    } else {
+      limits.*spec->real = number;
+    }
   }
   return limits;
 }

@@ -26,13 +26,16 @@ struct ServiceLimits {
   std::string api_key;  // "" : no authentication
 };
 
-// One limit's name (the flag without its dashes, the config key), range and
-// help; oasr-server's flags and the JSON reader both take them from here.
+// One limit's name (the flag without its dashes, the config key), range,
+// help and field; oasr-server's flags and the JSON reader both take them
+// from here. Exactly one of `real` / `integer` is set.
 struct LimitSpec {
   const char* key;
   double min;
   double max;
   const char* help;
+  double ServiceLimits::*real;
+  int64_t ServiceLimits::*integer;
 };
 // The numeric limits in ServiceLimits' order after model_name.
 const LimitSpec* limit_specs(size_t* count);

@@ -7,9 +7,10 @@ import os
 import signal
 import subprocess
 import sys
-import time
+import threading
 
 import requests
+from ray import serve
 from conftest import MODEL, cli_transcripts, free_port
 
 ENV = dict(os.environ, PYTHONUNBUFFERED="1")
@@ -29,12 +30,15 @@ deployment: {{num_replicas: 1, num_cpus: 1, resources: {{oasr_engine: 1}}}}
 """)
     proc = subprocess.Popen([sys.executable, "-m", "oasr", "serve-ray", str(config)], env=ENV,
                             stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+    # A blocked readline is bounded too: the process is killed at the deadline.
+    watchdog = threading.Timer(180, proc.kill)
+    watchdog.start()
     try:
         line = ""
-        deadline = time.time() + 180
-        while "serving 'cli' on" not in line and time.time() < deadline:
+        while "serving 'cli' on" not in line:
             line = proc.stdout.readline()
-            assert line or proc.poll() is None, "serve-ray exited before serving"
+            assert line, "serve-ray exited (or was killed at the 180 s deadline) before serving"
+        watchdog.cancel()
         assert f"http://127.0.0.1:{port}/v1/audio/transcriptions" in line, line
         with open(prompts[0], "rb") as f:
             r = requests.post(f"http://127.0.0.1:{port}/v1/audio/transcriptions",
@@ -44,6 +48,9 @@ deployment: {{num_replicas: 1, num_cpus: 1, resources: {{oasr_engine: 1}}}}
     finally:
         proc.send_signal(signal.SIGTERM)
         out, _ = proc.communicate(timeout=120)
+        # Serve itself (controller, proxy) outlives the application on the
+        # cluster, with this test's HTTP options: stop it for the next test.
+        serve.shutdown()
     assert proc.returncode == 0, out
     assert "oasr.ray: stopped" in out
 

@@ -60,6 +60,18 @@ def test_a_cuda_engine_asks_for_a_gpu(tmp_path):
      ["deployment.num_gpus", "set it once"]),
     ({"engine": {"ckpt_dir": MODEL}, "deployment": {"num_replicas": 2, "autoscaling_config": {}}},
      ["both num_replicas and autoscaling_config"]),
+    ({"engine": {"ckpt_dir": 123}}, ["engine"]),
+    ({"engine": {"ckpt_dir": MODEL}, "name": 5}, ["name", "non-empty string"]),
+    ({"engine": {"ckpt_dir": MODEL}, "service": False}, ["service", "must be a mapping"]),
+    ({"engine": {"ckpt_dir": MODEL}, "deployment": {"ray_actor_options": "x"}},
+     ["deployment.ray_actor_options", "must be a mapping"]),
+    ({"engine": {"ckpt_dir": MODEL}, "deployment": {"num_replicas": "two"}},
+     ["deployment", "num_replicas"]),
+    ({"engine": {"ckpt_dir": MODEL}, "deployment": {"max_ongoing_requests": 0}},
+     ["deployment", "max_ongoing_requests"]),
+    ({"engine": {"ckpt_dir": MODEL},
+      "deployment": {"autoscaling_config": {"min_replicas": 4, "max_replicas": 2}}},
+     ["deployment", "max_replicas"]),
 ])
 def test_mistakes_are_named(tmp_path, config, words):
     path = write(tmp_path, config)
@@ -69,6 +81,16 @@ def test_mistakes_are_named(tmp_path, config, words):
     assert path in message
     for word in words:
         assert word in message, message
+
+
+def test_a_cpu_engine_computes_on_the_cores_it_reserved():
+    from oasr.ray.config import engine_for_replica
+
+    assert engine_for_replica({"ckpt_dir": "m", "threads": 0}, 2)["threads"] == 2
+    assert engine_for_replica({"ckpt_dir": "m"}, 1.5)["threads"] == 1
+    assert engine_for_replica({"ckpt_dir": "m", "threads": 4}, 2)["threads"] == 4
+    assert "threads" not in engine_for_replica({"ckpt_dir": "m"}, None)
+    assert "threads" not in engine_for_replica({"ckpt_dir": "m", "device": "cuda"}, 2)
 
 
 def test_unreadable_files(tmp_path):

@@ -8,7 +8,7 @@ import os
 import pytest
 from conftest import cli_transcripts, ray
 
-from oasr.errors import ConfigError
+from oasr.errors import ConfigError, Error
 from oasr.ray.data import transcribe_dataset, written_ids
 
 ENGINE = {"ckpt_dir": os.environ.get("OASR_MODEL_DIR", ""), "max_batch_size": 8}
@@ -90,7 +90,9 @@ def test_resume_after_an_interrupted_writer(cluster, prompts, tmp_path):
     assert counts["already_written"] == 5 and counts["written"] == len(audio_of) - 5
     assert [r["text"] for r in rows[:5]] == ["kept"] * 5
     assert sorted(r["id"] for r in rows) == sorted(audio_of)
-    assert rows[5]["id"] != "utt005" or rows[5]["text"] == expected[audio_of["utt005"]]
+    redone = [r for r in rows if r["id"] == "utt005"]
+    assert len(redone) == 1 and redone[0]["text"] == expected[audio_of["utt005"]]
+    assert not output.read_bytes().endswith(b'"te')
 
 
 def test_bad_input_is_refused_by_name(cluster, prompts, tmp_path):
@@ -109,6 +111,28 @@ def test_bad_input_is_refused_by_name(cluster, prompts, tmp_path):
         written_ids(str(foreign))
     with pytest.raises(ConfigError, match="concurrency is 0"):
         transcribe_dataset(str(manifest), tmp_path / "o.jsonl", ENGINE, concurrency=0)
+    # A file that is not an oasr.ray output is refused and left as it was.
+    notes = tmp_path / "notes.txt"
+    notes.write_bytes(b'{"id": "x"}\nsome notes without a newline')
+    with pytest.raises(ConfigError, match="its last line is not an oasr.ray output line"):
+        written_ids(str(notes))
+    assert notes.read_bytes() == b'{"id": "x"}\nsome notes without a newline'
+
+
+def test_bad_decode_options_fail_the_run_not_the_utterances(cluster, prompts, tmp_path):
+    manifest = tmp_path / "m.jsonl"
+    manifest.write_text(json.dumps({"id": "a", "audio": prompts[0]}) + "\n")
+    output = tmp_path / "o.jsonl"
+    # A key no architecture declares: refused on the driver, nothing runs.
+    with pytest.raises(ConfigError, match="unknown decode option"):
+        transcribe_dataset(str(manifest), output, ENGINE, decode={"beam": 4})
+    assert not output.exists()
+    # A value this model refuses: the engine actor refuses it, the run fails,
+    # and no utterance is written with it as its "error".
+    with pytest.raises(Error, match="beam_size"):
+        transcribe_dataset(str(manifest), output, ENGINE, decode={"beam_size": 0},
+                           actor_options={"resources": {"oasr_engine": 1}})
+    assert not output.exists() or output.read_text() == ""
 
 
 def test_a_ray_dataset_of_bytes(cluster, prompts, tmp_path):

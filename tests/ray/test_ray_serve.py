@@ -17,9 +17,19 @@ from conftest import MODEL, SERVER, cli_transcripts, free_port, ray
 from ray import serve  # noqa: E402
 
 MODEL_NAME = os.path.basename(os.path.normpath(MODEL))
-# Replies a client may retry (the replica it reached died, or the proxy had
-# no replica ready); anything else is a failure.
-RETRYABLE = {500, 502, 503, 504}
+KEY = "ray-test-key"
+AUTH = {"Authorization": f"Bearer {KEY}"}
+# Reply headers both front ends must agree on (besides the status and body).
+COMPARED_HEADERS = ("content-type", "retry-after", "www-authenticate")
+
+
+def retryable(r):
+    """A reply a client may retry: Ray's own (the replica the request reached
+    died; its proxy answers 500 in plain text) or a 502-504. A 500 that is
+    oasr's error JSON is the service's failure, never retried."""
+    if r.status_code in (502, 503, 504):
+        return True
+    return r.status_code == 500 and not r.text.startswith('{"error"')
 
 
 def write_config(path, port):
@@ -28,7 +38,7 @@ def write_config(path, port):
         "http": {"host": "127.0.0.1", "port": port},
         "proxy_location": "HeadOnly",
         "engine": {"ckpt_dir": MODEL, "max_batch_size": 8},
-        "service": {"max_batch_delay_ms": 20, "max_upload_mb": 1},
+        "service": {"max_batch_delay_ms": 20, "max_upload_mb": 1, "api_key": KEY},
         "deployment": {"num_replicas": 2, "num_cpus": 1, "resources": {"oasr_engine": 1},
                        "max_replicas_per_node": 1, "health_check_period_s": 1,
                        "health_check_timeout_s": 20, "max_ongoing_requests": 16},
@@ -72,7 +82,8 @@ def oasr_server():
 
     assert SERVER and os.path.exists(SERVER), f"OASR_SERVER_BINARY '{SERVER}' does not exist"
     proc = subprocess.Popen([SERVER, "--ckpt-dir", MODEL, "--port", "0", "--max-batch-size", "8",
-                             "--max-upload-mb", "1"], stderr=subprocess.PIPE, text=True)
+                             "--max-upload-mb", "1", "--api-key", KEY], stderr=subprocess.PIPE,
+                            text=True)
     url = None
     for _ in range(200):
         line = proc.stderr.readline()
@@ -96,7 +107,7 @@ def test_two_replicas_one_per_worker_node(ingress):
 
 def test_openai_sdk_gives_the_cli_texts(ingress, prompts):
     expected = cli_transcripts(prompts)
-    client = openai.OpenAI(base_url=ingress + "/v1", api_key="unused", max_retries=0)
+    client = openai.OpenAI(base_url=ingress + "/v1", api_key=KEY, max_retries=0)
     for path in prompts:
         with open(path, "rb") as f:
             got = client.audio.transcriptions.create(model=MODEL_NAME, file=f)
@@ -109,9 +120,9 @@ def _exchange(url, method, route, body=None, headers=None):
     request = urllib.request.Request(url + route, data=body, method=method, headers=headers or {})
     try:
         with urllib.request.urlopen(request, timeout=60) as r:
-            return r.status, r.headers.get("Content-Type"), r.read()
+            return r.status, [r.headers.get(h) for h in COMPARED_HEADERS], r.read()
     except urllib.error.HTTPError as e:
-        return e.code, e.headers.get("Content-Type"), e.read()
+        return e.code, [e.headers.get(h) for h in COMPARED_HEADERS], e.read()
 
 
 def _form(fields):
@@ -128,18 +139,23 @@ def _requests(prompts):
     with open(prompts[0], "rb") as f:
         audio = f.read()
     good = [("file", audio, "a.wav"), ("model", MODEL_NAME.encode(), None)]
+    body, headers = _form(good)
     cases = {
-        "models": ("GET", "/v1/models", None, None),
+        "no key": ("POST", "/v1/audio/transcriptions", body, headers),
+        "wrong key": ("POST", "/v1/audio/transcriptions", body,
+                      {**headers, "Authorization": "Bearer nope"}),
+        "models": ("GET", "/v1/models", None, AUTH),
         "health": ("GET", "/health", None, None),
         "ready": ("GET", "/ready", None, None),
-        "unknown route": ("GET", "/v1/nothing", None, None),
-        "wrong method": ("GET", "/v1/audio/transcriptions", None, None),
+        "unknown route": ("GET", "/v1/nothing", None, AUTH),
+        "wrong method": ("GET", "/v1/audio/transcriptions", None, AUTH),
+        "trace with a body": ("TRACE", "/v1/audio/transcriptions", b"x", AUTH),
         "json body": ("POST", "/v1/audio/transcriptions", b'{"file": "x"}',
-                      {"Content-Type": "application/json"}),
+                      {**AUTH, "Content-Type": "application/json"}),
         "no boundary": ("POST", "/v1/audio/transcriptions", b"--x\r\n",
-                        {"Content-Type": "multipart/form-data"}),
+                        {**AUTH, "Content-Type": "multipart/form-data"}),
         "too large": ("POST", "/v1/audio/transcriptions", b"0" * (2 << 20),
-                      {"Content-Type": "multipart/form-data; boundary=b"}),
+                      {**AUTH, "Content-Type": "multipart/form-data; boundary=b"}),
     }
     for name, fields in {
         "json": good,
@@ -154,13 +170,14 @@ def _requests(prompts):
         "no file": [("model", MODEL_NAME.encode(), None)],
     }.items():
         body, headers = _form(fields)
-        cases[name] = ("POST", "/v1/audio/transcriptions", body, headers)
+        cases[name] = ("POST", "/v1/audio/transcriptions", body, {**headers, **AUTH})
     return cases
 
 
 def test_every_reply_is_oasr_servers(ingress, oasr_server, prompts):
-    # The same code answers both: status, content type and body are equal,
-    # the error JSON ({"error": {"message", "type", "code"}}) included.
+    # The same code answers both: status, the compared headers and the body
+    # are equal, the error JSON ({"error": {"message", "type", "code"}}) and
+    # the 401's WWW-Authenticate included.
     for name, (method, route, body, headers) in _requests(prompts).items():
         ours = _exchange(ingress, method, route, body, headers)
         reference = _exchange(oasr_server, method, route, body, headers)
@@ -182,10 +199,10 @@ def test_a_worker_node_dies_under_load(ingress, cluster, prompts):
                 with open(path, "rb") as f:
                     r = requests.post(ingress + "/v1/audio/transcriptions",
                                       files={"file": ("a.wav", f)}, data={"model": MODEL_NAME},
-                                      timeout=120)
+                                      headers=AUTH, timeout=120)
                 if r.status_code == 200:
                     return path, r.json()["text"]
-                assert r.status_code in RETRYABLE, (r.status_code, r.text[:300])
+                assert retryable(r), (r.status_code, r.text[:300])
                 with lock:
                     retried["replies"] += 1
             except requests.ConnectionError:
@@ -214,5 +231,5 @@ def test_a_worker_node_dies_under_load(ingress, cluster, prompts):
     wait_for(lambda: replicas_running() == 2, 180, "the second replica to come back")
     with open(prompts[1], "rb") as f:
         r = requests.post(ingress + "/v1/audio/transcriptions", files={"file": ("a.wav", f)},
-                          data={"model": MODEL_NAME}, timeout=120)
+                          data={"model": MODEL_NAME}, headers=AUTH, timeout=120)
     assert r.status_code == 200 and r.json()["text"] == expected[prompts[1]]

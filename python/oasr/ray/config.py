@@ -25,6 +25,7 @@ EngineConfig (the CLI's messages), ``service`` by oasr-server's limit table,
 
 from __future__ import annotations
 
+import copy
 import json
 import os
 from dataclasses import MISSING
@@ -105,7 +106,33 @@ def check_engine(engine: Any, where: str) -> Dict[str, Any]:
         if str(e).startswith(where):
             raise
         raise ConfigError(f"{where}: {e}") from None
+    except (TypeError, ValueError) as e:  # a value of the wrong kind (ckpt_dir: 123)
+        raise ConfigError(f"{where}: {e}") from None
     return probe.to_dict()
+
+
+def engine_for_replica(engine: Mapping[str, Any], num_cpus: Optional[float]) -> Dict[str, Any]:
+    """A CPU engine of a replica or actor computes on the cores it reserved
+    (``num_cpus``), not on every core of the node it shares, unless
+    ``threads`` says otherwise (0, the default, means every core)."""
+    engine = dict(engine)
+    if engine.get("device", "cpu") == "cpu" and not engine.get("threads") and num_cpus:
+        engine["threads"] = max(1, int(num_cpus))
+    return engine
+
+
+def _check_deployment(where: str, deployment: Dict[str, Any]) -> None:
+    # Ray Serve's own validation of the options, without a running Ray, so
+    # a mistake is named before the cluster is touched.
+    from pydantic import ValidationError
+    from ray import serve
+
+    try:
+        # A copy: Ray fills defaults into the options it is given.
+        serve.deployment(lambda: None, name="oasr").options(**copy.deepcopy(deployment))
+    except (TypeError, ValueError, ValidationError) as e:
+        detail = " ".join(str(e).split())
+        raise ConfigError(f"{where}: {detail}") from None
 
 
 def check_config(config: Any, where: str = "config") -> Dict[str, Any]:
@@ -114,7 +141,11 @@ def check_config(config: Any, where: str = "config") -> Dict[str, Any]:
     if "engine" not in config:
         _refuse(where, "has no 'engine' section (at least engine.ckpt_dir)")
     engine = check_engine(config["engine"], f"{where}: engine")
-    service = config.get("service") or {}
+    name = config.get("name", "oasr")
+    if not isinstance(name, str) or not name:
+        _refuse(f"{where}: name", f"must be a non-empty string, not {name!r}")
+    service = config.get("service")
+    service = {} if service is None else service
     if not isinstance(service, Mapping):
         _refuse(f"{where}: service", f"must be a mapping of oasr-server's limits, not {service!r}")
     try:
@@ -130,7 +161,11 @@ def check_config(config: Any, where: str = "config") -> Dict[str, Any]:
         _refuse(f"{where}: proxy_location", f"is {location!r}; expected {', '.join(PROXY_LOCATIONS)}")
     deployment = _check_keys(f"{where}: deployment", config.get("deployment"),
                              DEPLOYMENT_KEYS + REPLICA_SHORTHANDS)
-    actor = dict(deployment.pop("ray_actor_options", None) or {})
+    actor = deployment.pop("ray_actor_options", None)
+    actor = {} if actor is None else actor
+    if not isinstance(actor, Mapping):
+        _refuse(f"{where}: deployment.ray_actor_options", f"must be a mapping, not {actor!r}")
+    actor = dict(actor)
     for key in REPLICA_SHORTHANDS:
         if key in deployment:
             if key in actor:
@@ -143,9 +178,10 @@ def check_config(config: Any, where: str = "config") -> Dict[str, Any]:
     if "num_replicas" in deployment and "autoscaling_config" in deployment:
         _refuse(f"{where}: deployment", "sets both num_replicas and autoscaling_config; "
                 "an autoscaled deployment takes its replica counts from autoscaling_config")
+    _check_deployment(f"{where}: deployment", deployment)
     return {
         "address": config.get("address"),
-        "name": config.get("name", "oasr"),
+        "name": name,
         "http": {"host": http.get("host", "127.0.0.1"), "port": port},
         "proxy_location": location,
         "engine": engine,

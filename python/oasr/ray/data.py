@@ -27,9 +27,18 @@ from typing import Any, Callable, Dict, Iterable, List, Mapping, Optional, Set, 
 import numpy as np
 
 from .. import _oasr
-from ..engine import ASREngine, EngineConfig
-from .config import check_engine
+from ..engine import ASREngine, EngineConfig, _decode_json
+from ..errors import Error
+from .config import check_engine, engine_for_replica
 from ..errors import ConfigError
+
+# How often Ray re-runs a decode task or restarts an engine actor after its
+# worker or node dies: enough for machines that fail, not so many that an
+# utterance that kills its worker every time retries without bound (Ray
+# Data's defaults are unbounded). An actor's batch is re-sent for as long as
+# the actor can come back (Ray Data's default): a bounded count there fails
+# the run while a dead node is still being noticed, and the restarts bound it.
+RETRIES = 3
 
 try:
     import ray
@@ -77,10 +86,15 @@ class Transcriber:
     def __init__(self, engine: Mapping[str, Any], decode: Mapping[str, Any]) -> None:
         self._engine = ASREngine(dict(engine))
         self._decode = dict(decode)
+        # Options this architecture does not take fail the run here, before
+        # any utterance is written with them as its "error".
+        self._engine._engine.check_decode(_decode_json(self._decode))
 
     def _transcribe(self, samples: List[np.ndarray], rates: List[int]) -> List[Any]:
         try:
             return list(self._engine.transcribe(samples, sample_rate=rates, **self._decode))
+        except ConfigError:
+            raise  # the run's configuration, not an utterance, is at fault
         except Exception:
             # One bad utterance must not fail its neighbours: each alone,
             # and each failure kept as its own error.
@@ -121,17 +135,16 @@ def _manifest_rows(path: str, audio_root: Optional[str]) -> List[Dict[str, str]]
 
 def written_ids(output: str) -> Set[str]:
     """The ids already in an output jsonl. A last line cut short (the writer
-    was killed mid-line) is cut off the file, so its id is transcribed again."""
+    was killed mid-line: it starts as every written line does) is cut off
+    the file, so its id is transcribed again; a file that is not an oasr.ray
+    output is refused, untouched."""
     if not os.path.exists(output):
         return set()
-    with open(output, "rb+") as f:
+    with open(output, "rb") as f:
         data = f.read()
-        end = data.rfind(b"\n") + 1
-        if end != len(data):
-            f.truncate(end)
-            data = data[:end]
+    end = data.rfind(b"\n") + 1
     ids: Set[str] = set()
-    for number, line in enumerate(data.splitlines(), 1):
+    for number, line in enumerate(data[:end].splitlines(), 1):
         if not line.strip():
             continue
         try:
@@ -139,6 +152,13 @@ def written_ids(output: str) -> Set[str]:
         except (ValueError, KeyError, TypeError):
             raise ConfigError(f"{output} line {number}: not an oasr.ray output line (a JSON "
                               "object with an 'id'); name a new output file or remove it") from None
+    tail = data[end:]
+    if tail:
+        if not tail.startswith(b'{"id": '):
+            raise ConfigError(f"{output}: its last line is not an oasr.ray output line; name a "
+                              "new output file or remove it")
+        with open(output, "rb+") as f:
+            f.truncate(end)
     return ids
 
 
@@ -149,8 +169,26 @@ def _write_parquet(jsonl: str, parquet: str) -> None:
     with open(jsonl, encoding="utf-8") as f:
         rows = [json.loads(line) for line in f if line.strip()]
     staged = parquet + ".partial"
-    pq.write_table(pa.Table.from_pylist(rows), staged)
-    os.replace(staged, parquet)
+    try:
+        pq.write_table(pa.Table.from_pylist(rows), staged)
+        os.replace(staged, parquet)
+    finally:
+        if os.path.exists(staged):
+            os.remove(staged)
+
+
+def _batches(results: "ray.data.Dataset", output: str, counts: Dict[str, Any]) -> Iterable[Any]:
+    """The pipeline's result batches; a run Ray gives up on (retries spent)
+    ends with an oasr.Error saying what is on disk and that a re-run resumes."""
+    try:
+        yield from results.iter_batches(batch_size=None, batch_format="numpy")
+    except (Error, KeyboardInterrupt):
+        raise
+    except Exception as e:
+        detail = " ".join(str(e).split())[:2000]
+        raise Error(f"the Ray pipeline failed after {counts['written']} line(s) were written to "
+                    f"{output} (a re-run transcribes only the ids not yet there): "
+                    f"{type(e).__name__}: {detail}") from e
 
 
 def transcribe_dataset(
@@ -186,6 +224,7 @@ def transcribe_dataset(
     if concurrency < 1:
         raise ConfigError(f"concurrency is {concurrency}; it must be at least 1")
     decode = dict(decode or {})
+    _decode_json(decode)  # unknown keys, before anything runs
     output = os.fspath(output)
     done = written_ids(output)
     if isinstance(source, (str, os.PathLike)):
@@ -204,20 +243,20 @@ def transcribe_dataset(
         pending = None
     device = engine_keys.get("device", "cpu")
     gpus = num_gpus if num_gpus is not None else (1.0 if device.startswith("cuda") else 0.0)
-    if device == "cpu" and "threads" not in engine_keys:
-        engine_keys["threads"] = max(1, int(num_cpus))
+    engine_keys = engine_for_replica(engine_keys, num_cpus)
+    actor_args = {"max_restarts": RETRIES, **dict(actor_options or {})}
     batch = batch_size or int(engine_keys.get("max_batch_size", 8))
     counts = {"total": total, "already_written": len(done), "written": 0, "failed": 0,
               "duplicates_dropped": 0, "audio_seconds": 0.0}
     if dataset is not None and (pending is None or pending):
         results = (dataset
-                   .map_batches(decode_audio, batch_size=batch, num_cpus=1, batch_format="numpy")
+                   .map_batches(decode_audio, batch_size=batch, num_cpus=1, batch_format="numpy",
+                                max_retries=RETRIES)
                    .map_batches(Transcriber, batch_size=batch, batch_format="numpy",
                                 concurrency=concurrency, num_gpus=gpus, num_cpus=num_cpus,
-                                fn_constructor_args=(engine_keys, decode),
-                                **dict(actor_options or {})))
+                                fn_constructor_args=(engine_keys, decode), **actor_args))
         with open(output, "a", encoding="utf-8") as out:
-            for part in results.iter_batches(batch_size=None, batch_format="numpy"):
+            for part in _batches(results, output, counts):
                 for i in range(len(part["id"])):
                     uid = str(part["id"][i])
                     if uid in done:
@@ -238,6 +277,11 @@ def transcribe_dataset(
                 os.fsync(out.fileno())
                 if on_batch is not None:
                     on_batch(counts["written"])
+    if pending is not None:
+        missing = [row["id"] for row in pending if row["id"] not in done]
+        if missing:
+            raise Error(f"{output}: {len(missing)} id(s) were not written ({', '.join(missing[:5])}"
+                        f"{', ...' if len(missing) > 5 else ''}); run again to transcribe them")
     if parquet is not None:
         _write_parquet(output, os.fspath(parquet))
     counts["wall_s"] = time.perf_counter() - started

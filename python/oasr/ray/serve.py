@@ -27,7 +27,7 @@ import threading
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any, Dict, Mapping, Optional
 
-from .config import check_config, load_config
+from .config import check_config, engine_for_replica, load_config
 
 try:
     import ray
@@ -62,14 +62,31 @@ class Transcriber:
         self._pool = ThreadPoolExecutor(max_workers=threads, thread_name_prefix="oasr-request")
         log.info("replica ready: model '%s', %s", self._service.model_name, self._engine)
 
+    async def _read_body(self, request) -> Optional[bytes]:
+        """The body, or None once it passes the upload limit (read no further)."""
+        limit = self._service.max_upload_bytes
+        declared = request.headers.get("content-length", "")
+        if declared.isdigit() and int(declared) > limit:
+            return None
+        parts, size = [], 0
+        async for part in request.stream():
+            size += len(part)
+            if size > limit:
+                return None
+            parts.append(part)
+        return b"".join(parts)
+
     async def __call__(self, request) -> Any:
         from starlette.responses import Response
 
-        body = await request.body()
         target = request.url.path + (f"?{request.url.query}" if request.url.query else "")
         headers = list(request.headers.items())
-        status, reply_headers, payload = await asyncio.get_running_loop().run_in_executor(
-            self._pool, self._service.handle, request.method, target, headers, body)
+        body = await self._read_body(request)
+        if body is None:  # oasr-server's 413, as its transport answers it
+            status, reply_headers, payload = self._service.too_large(request.method, target, headers)
+        else:
+            status, reply_headers, payload = await asyncio.get_running_loop().run_in_executor(
+                self._pool, self._service.handle, request.method, target, headers, body)
         kept = {k: v for k, v in reply_headers if k.lower() not in _HOP_HEADERS}
         return Response(content=payload, status_code=status, headers=kept)
 
@@ -92,12 +109,8 @@ def build_app(args: Mapping[str, Any]) -> "serve.Application":
     config = check_config(dict(args), "oasr.ray.serve:build_app args")
     deployment: Dict[str, Any] = dict(config["deployment"])
     ongoing = deployment.get("max_ongoing_requests", 64)
-    engine = dict(config["engine"])
     actor = deployment.get("ray_actor_options", {})
-    if engine.get("device", "cpu") == "cpu" and "threads" not in engine and "num_cpus" in actor:
-        # A CPU replica computes on the cores it reserved, not on every core
-        # of a node it shares.
-        engine["threads"] = max(1, int(actor["num_cpus"]))
+    engine = engine_for_replica(config["engine"], actor.get("num_cpus"))
     deployment.setdefault("max_ongoing_requests", ongoing)
     app = serve.deployment(Transcriber, name="oasr").options(**deployment)
     return app.bind(engine, config["service"], int(ongoing))
