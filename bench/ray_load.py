@@ -74,21 +74,6 @@ def sequential_latency(endpoint, body, boundary, n=20):
     return statistics.median(times[2:])
 
 
-def start_server(binary, ckpt_dir, threads, max_batch):
-    proc = subprocess.Popen([binary, "--ckpt-dir", ckpt_dir, "--port", "0", "--threads", str(threads),
-                             "--max-batch-size", str(max_batch)], stderr=subprocess.PIPE, text=True)
-    for _ in range(200):
-        line = proc.stderr.readline()
-        if "listening on http://" in line:
-            url = "http://" + line.split("listening on http://")[1].split()[0].rstrip("/")
-            import threading
-
-            threading.Thread(target=proc.stderr.read, daemon=True).start()
-            return proc, url
-    proc.kill()
-    raise RuntimeError("oasr-server did not start")
-
-
 def main():
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     p.add_argument("--cli", required=True)
@@ -122,13 +107,14 @@ def main():
 
     # oasr-server alone, engine threads = the replicas' cores in total.
     for threads in (cpus, 2 * cpus):
-        proc, url = start_server(args.server, args.ckpt_dir, threads, args.max_batch_size)
-        endpoint = Endpoint(url)
+        endpoint = server_load.Server(args.server, args.ckpt_dir,
+                                      ["--threads", str(threads), "--max-batch-size",
+                                       str(args.max_batch_size)],
+                                      os.path.join(tmp, f"server{threads}.log"))
         drive(endpoint, bodies, seconds, 2, 2, boundary)  # warm-up
         rate, p50, failed = drive(endpoint, bodies, seconds, args.clients, args.requests, boundary)
         single = sequential_latency(endpoint, bodies[0], boundary)
-        proc.terminate()
-        proc.wait(timeout=30)
+        endpoint.stop()
         emit(arm="oasr-server", threads=threads, audio_s_per_s=round(rate, 2),
              p50_s=round(p50, 4), single_request_s=round(single, 4), failed=failed)
 
