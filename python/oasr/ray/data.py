@@ -237,7 +237,7 @@ def transcribe_dataset(
         if missing or not ({"audio", "bytes"} & set(source.columns())):
             raise ConfigError(f"the dataset's columns are {source.columns()}; it needs 'id' and "
                               "'audio' (paths) or 'bytes' (encoded files)")
-        total = source.count()
+        total = None  # known once the run has seen every row (counting first would read it twice)
         already = frozenset(done)
         dataset = source.filter(lambda row: str(row["id"]) not in already)
         pending = None
@@ -277,6 +277,8 @@ def transcribe_dataset(
                 os.fsync(out.fileno())
                 if on_batch is not None:
                     on_batch(counts["written"])
+    if counts["total"] is None:
+        counts["total"] = len(done)
     if pending is not None:
         missing = [row["id"] for row in pending if row["id"] not in done]
         if missing:
