@@ -23,6 +23,7 @@ APT_PACKAGES=(
   build-essential cmake ninja-build pkg-config git
   nlohmann-json3-dev libsndfile1-dev libmpg123-dev libsoxr-dev libkissfft-dev libopenblas-dev
   libcli11-dev libspdlog-dev libyaml-cpp-dev libzip-dev libcpp-httplib-dev libsentencepiece-dev
+  libutf8proc-dev
   libssl-dev libboost-dev zlib1g-dev
   libgtest-dev libgmock-dev libbenchmark-dev
   # the fuzz preset (tests/fuzz): clang with libFuzzer and the sanitizer runtimes

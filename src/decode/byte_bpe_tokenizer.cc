@@ -79,6 +79,44 @@ std::string to_utf8(std::u32string_view text) {
   return out;
 }
 
+// The Split pattern of Qwen2's tokenizer.json, matched by byte_bpe::qwen2_split.
+constexpr std::string_view kQwen2Pattern =
+    R"re((?i:'s|'t|'re|'ve|'m|'ll|'d)|[^\r\n\p{L}\p{N}]?\p{L}+|\p{N}| ?[^\s\p{L}\p{N}]+[\r\n]*|\s*[\r\n]+|\s+(?!\S)|\s+)re";
+
+// Qwen2's pre-tokenizer: a Sequence of Split {pattern {Regex: kQwen2Pattern},
+// behavior Isolated, invert false} and ByteLevel {add_prefix_space false,
+// use_regex false}. Any other sequence is refused naming what differs.
+void check_qwen2_sequence(const json& pre, const std::string& where) {
+  const std::string at = where + " pre_tokenizer";
+  OASR_CHECK(pre.contains("pretokenizers") && pre.at("pretokenizers").is_array() &&
+                 pre.at("pretokenizers").size() == 2,
+             kUnsupported, at,
+             ": a Sequence pre-tokenizer is read only as Qwen2's [Split, ByteLevel]; this one is ",
+             pre.dump());
+  const json& split = pre.at("pretokenizers")[0];
+  const json& byte_level = pre.at("pretokenizers")[1];
+  OASR_CHECK(split.is_object() && get_field<std::string>(split, "type", at, "") == "Split" &&
+                 byte_level.is_object() &&
+                 get_field<std::string>(byte_level, "type", at, "") == "ByteLevel",
+             kUnsupported, at, ": a Sequence pre-tokenizer is read only as Qwen2's [Split, ",
+             "ByteLevel]; this one is ", pre.dump());
+  const json pattern = split.contains("pattern") ? split.at("pattern") : json();
+  const bool qwen2 = pattern.is_object() && pattern.contains("Regex") &&
+                     pattern.at("Regex").is_string() &&
+                     pattern.at("Regex").get<std::string>() == kQwen2Pattern;
+  OASR_CHECK(qwen2, kUnsupported, at, ": the Split pattern ", pattern.dump(),
+             " is not Qwen2's; oasr matches that pattern and GPT-2's (ByteLevel) only");
+  OASR_CHECK(get_field<std::string>(split, "behavior", at, "") == "Isolated" &&
+                 !get_field<bool>(split, "invert", at, false),
+             kUnsupported, at, ": the Split must be behavior Isolated, invert false; found ",
+             split.dump());
+  OASR_CHECK(!get_field<bool>(byte_level, "add_prefix_space", at, true) &&
+                 !get_field<bool>(byte_level, "use_regex", at, true),
+             kUnsupported, at,
+             ": after the Split, ByteLevel must have add_prefix_space and use_regex false; found ",
+             byte_level.dump());
+}
+
 }  // namespace
 
 struct ByteLevelBpeTokenizer::Cache {
@@ -150,21 +188,30 @@ ByteLevelBpeTokenizer ByteLevelBpeTokenizer::from_tokenizer_json(const fs::path&
 
   // Pipeline pieces around the model: only what byte-level BPE needs.
   const auto normalizer = root.find("normalizer");
-  OASR_CHECK(normalizer == root.end() || normalizer->is_null(), kUnsupported, where,
-             ": a normalizer (",
-             normalizer != root.end() && normalizer->is_object()
-                 ? get_field<std::string>(*normalizer, "type", where, "?")
-                 : std::string("?"),
-             ") is not supported for byte-level BPE");
+  if (normalizer != root.end() && !normalizer->is_null()) {
+    const std::string type = normalizer->is_object()
+                                 ? get_field<std::string>(*normalizer, "type", where, "?")
+                                 : normalizer->dump();
+    OASR_CHECK(type == "NFC", kUnsupported, where, ": normalizer '", type,
+               "' is not supported; oasr reads byte-level BPE with no normalizer or with NFC");
+    tok.nfc_ = true;
+  }
   const auto pre = root.find("pre_tokenizer");
   OASR_CHECK(pre != root.end() && pre->is_object(), kUnsupported, where,
              ": byte-level BPE needs a ByteLevel pre_tokenizer; this file has none");
   const std::string pre_type = get_field<std::string>(*pre, "type", where, "");
-  OASR_CHECK(pre_type == "ByteLevel", kUnsupported, where, ": pre_tokenizer type '", pre_type,
-             "' is not supported; oasr reads the ByteLevel pre-tokenizer (GPT-2 pattern)");
-  // tokenizers' defaults for a ByteLevel without these fields.
-  tok.add_prefix_space_ = get_field<bool>(*pre, "add_prefix_space", where, true);
-  tok.use_regex_ = get_field<bool>(*pre, "use_regex", where, true);
+  if (pre_type == "Sequence") {
+    check_qwen2_sequence(*pre, where);
+    tok.add_prefix_space_ = false;
+    tok.split_ = Split::kQwen2;
+  } else {
+    OASR_CHECK(pre_type == "ByteLevel", kUnsupported, where, ": pre_tokenizer type '", pre_type,
+               "' is not supported; oasr reads the ByteLevel pre-tokenizer (GPT-2 pattern) and "
+               "Qwen2's Sequence of Split and ByteLevel");
+    // tokenizers' defaults for a ByteLevel without these fields.
+    tok.add_prefix_space_ = get_field<bool>(*pre, "add_prefix_space", where, true);
+    tok.split_ = get_field<bool>(*pre, "use_regex", where, true) ? Split::kGpt2 : Split::kNone;
+  }
   const auto decoder = root.find("decoder");
   OASR_CHECK(decoder != root.end() && decoder->is_object() &&
                  get_field<std::string>(*decoder, "type", where, "") == "ByteLevel",
@@ -250,7 +297,7 @@ ByteLevelBpeTokenizer ByteLevelBpeTokenizer::from_vocab_merges(const fs::path& v
       tok.added_.insert(tok.added_.begin(), AddedToken{"<|endoftext|>", eot->second, true});
   }
   tok.add_prefix_space_ = false;
-  tok.use_regex_ = true;
+  tok.split_ = Split::kGpt2;
   tok.finish(merge_pairs, vocab_json.string() + " + " + merges_txt.string());
   return tok;
 }
@@ -306,35 +353,42 @@ void ByteLevelBpeTokenizer::finish(
 }
 
 std::vector<int64_t> ByteLevelBpeTokenizer::encode(std::string_view text) const {
-  const std::u32string chars = byte_bpe::decode_utf8_strict(text, "ByteLevelBpeTokenizer::encode");
-  // Segments of the text: [begin, end) with the added token they are, or
-  // none. First the added tokens with normalized=false, then (within what is
-  // left) those with normalized=true, as tokenizers' AddedVocabulary does.
+  // Segments of the text with the added token they are, or none. First the
+  // added tokens with normalized=false on the raw text, then the rest is
+  // normalized (NFC when the file says so) and the added tokens with
+  // normalized=true are cut out of it, as tokenizers' AddedVocabulary does.
   struct Segment {
-    size_t begin, end;
+    std::u32string text;
     std::optional<size_t> added;
   };
-  std::vector<Segment> segments{{0, chars.size(), std::nullopt}};
+  std::vector<Segment> segments{
+      {byte_bpe::decode_utf8_strict(text, "ByteLevelBpeTokenizer::encode"), std::nullopt}};
   for (const bool normalized_pass : {false, true}) {
+    if (normalized_pass && nfc_) {
+      for (Segment& segment : segments) {
+        if (!segment.added) segment.text = byte_bpe::nfc(segment.text);
+      }
+    }
     // Added tokens of this pass by first character, longest first, so the
     // first hit at a position is the leftmost-longest match.
     const auto& candidates = normalized_pass ? normalized_added_ : raw_added_;
     if (candidates.empty()) continue;
     std::vector<Segment> next;
-    for (const Segment& segment : segments) {
+    for (Segment& segment : segments) {
       if (segment.added) {
-        next.push_back(segment);
+        next.push_back(std::move(segment));
         continue;
       }
-      size_t plain_start = segment.begin;  // start of the text not yet emitted
-      size_t pos = segment.begin;
-      while (pos < segment.end) {
+      const std::u32string& chars = segment.text;
+      const size_t size = chars.size();
+      size_t plain_start = 0;  // start of the text not yet emitted
+      size_t pos = 0;
+      while (pos < size) {
         std::optional<size_t> hit;
         if (const auto first = candidates.find(chars[pos]); first != candidates.end()) {
           for (size_t c : first->second) {
             const std::u32string& s = added_chars_[c];
-            if (s.size() <= segment.end - pos &&
-                std::u32string_view(chars).substr(pos, s.size()) == s) {
+            if (s.size() <= size - pos && std::u32string_view(chars).substr(pos, s.size()) == s) {
               hit = c;
               break;
             }
@@ -350,13 +404,15 @@ std::vector<int64_t> ByteLevelBpeTokenizer::encode(std::string_view text) const 
           while (begin > plain_start && is_white_space(chars[begin - 1])) --begin;
         }
         if (added_[*hit].rstrip) {
-          while (end < segment.end && is_white_space(chars[end])) ++end;
+          while (end < size && is_white_space(chars[end])) ++end;
         }
-        if (begin > plain_start) next.push_back({plain_start, begin, std::nullopt});
-        next.push_back({begin, end, *hit});
+        if (begin > plain_start) {
+          next.push_back({chars.substr(plain_start, begin - plain_start), std::nullopt});
+        }
+        next.push_back({chars.substr(begin, end - begin), *hit});
         plain_start = pos = end;
       }
-      if (plain_start < segment.end) next.push_back({plain_start, segment.end, std::nullopt});
+      if (plain_start < size) next.push_back({chars.substr(plain_start), std::nullopt});
     }
     segments = std::move(next);
   }
@@ -365,9 +421,8 @@ std::vector<int64_t> ByteLevelBpeTokenizer::encode(std::string_view text) const 
   for (const Segment& segment : segments) {
     if (segment.added) {
       ids.push_back(added_[*segment.added].id);
-    } else if (segment.end > segment.begin) {  // empty text gets no prefix space: no ids
-      encode_piece(std::u32string_view(chars).substr(segment.begin, segment.end - segment.begin),
-                   ids);
+    } else if (!segment.text.empty()) {  // empty text gets no prefix space: no ids
+      encode_piece(segment.text, ids);
     }
   }
   return ids;
@@ -382,11 +437,13 @@ void ByteLevelBpeTokenizer::encode_piece(std::u32string_view piece,
     prefixed.append(piece);
     piece = prefixed;
   }
-  if (!use_regex_) {
+  if (split_ == Split::kNone) {
     if (!piece.empty()) encode_word(piece, ids);
     return;
   }
-  for (const byte_bpe::Span& span : byte_bpe::gpt2_split(piece)) {
+  const std::vector<byte_bpe::Span> spans =
+      split_ == Split::kQwen2 ? byte_bpe::qwen2_split(piece) : byte_bpe::gpt2_split(piece);
+  for (const byte_bpe::Span& span : spans) {
     encode_word(piece.substr(span.begin, span.end - span.begin), ids);
   }
 }

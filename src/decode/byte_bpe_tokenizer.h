@@ -5,7 +5,7 @@
 // encode(text)  (Tokenizer.encode(text, add_special_tokens=False).ids)
 //   1. added tokens are cut out first, literally, leftmost-longest: those
 //      with normalized=false, then those with normalized=true in what is
-//      left (no normalizer is supported, so both match the raw text);
+//      left, after the normalizer (NFC, when the file has it) ran on it;
 //      lstrip / rstrip tokens absorb the whitespace beside them;
 //   2. every other piece gets a leading space if add_prefix_space is set
 //      and it does not start with one, and is split by the GPT-2 pattern
@@ -26,11 +26,18 @@
 //   silently drops it; Whisper's timestamp ids (>= 50363 for tiny.en, which
 //   its tokenizer.json does not list) must be handled by the caller.
 //
+// Qwen2's tokenizer.json (Qwen2-Audio's) is read too: the NFC normalizer
+// (applied to the text between the normalized=false added tokens, before
+// the normalized=true ones are cut out) and the pre-tokenizer Sequence of
+// Split with Qwen2's pattern (byte_bpe_unicode.h) and ByteLevel without its
+// own regex.
+//
 // Refused at load, with kUnsupported naming the field: a model type other
 // than BPE, BPE dropout, byte_fallback, continuing_subword_prefix /
-// end_of_word_suffix, a normalizer, a pre-tokenizer or decoder other than
-// ByteLevel, added tokens with single_word. Malformed files: kCorruptFile
-// naming the file and the entry; missing files: kNotFound.
+// end_of_word_suffix, a normalizer other than NFC, a pre-tokenizer other
+// than ByteLevel or Qwen2's Sequence (another Split pattern is refused
+// naming it), a decoder other than ByteLevel, added tokens with single_word. Malformed files:
+// kCorruptFile naming the file and the entry; missing files: kNotFound.
 #pragma once
 
 #include <array>
@@ -118,8 +125,12 @@ class ByteLevelBpeTokenizer {
   std::optional<int64_t> unk_id_;
   bool fuse_unk_ = false;
   bool ignore_merges_ = false;
+  // How text between added tokens is split before the BPE: not at all
+  // (ByteLevel with use_regex false), by GPT-2's pattern, or by Qwen2's.
+  enum class Split { kNone, kGpt2, kQwen2 };
   bool add_prefix_space_ = false;
-  bool use_regex_ = true;
+  Split split_ = Split::kGpt2;
+  bool nfc_ = false;  // the NFC normalizer
   int64_t vocab_size_ = 0;
   std::shared_ptr<Cache> cache_;
 };

@@ -1,8 +1,11 @@
-// UTF-8, Unicode classes, the GPT-2 pre-tokenizer and the byte map (see
+// UTF-8, Unicode classes, NFC, the GPT-2 and Qwen2 pre-tokenizers and the byte map (see
 // byte_bpe_unicode.h for what each follows).
 #include "decode/byte_bpe_unicode.h"
 
+#include <utf8proc.h>
+
 #include <algorithm>
+#include <cstdlib>
 #include <iterator>
 
 #include "core/error.h"
@@ -226,6 +229,111 @@ std::vector<Span> gpt2_split(std::u32string_view text) {
     i = end;
   }
   return spans;
+}
+
+std::vector<Span> qwen2_split(std::u32string_view text) {
+  std::vector<Span> spans;
+  const size_t n = text.size();
+  auto class_at = [&](size_t i) { return classify(text[i]); };
+  auto run_end = [&](size_t i, CharClass c) {
+    while (i < n && class_at(i) == c) ++i;
+    return i;
+  };
+  auto is_line_break = [](char32_t c) { return c == U'\r' || c == U'\n'; };
+  // (?i:...) folds case by Unicode simple case folding: 'S, 'RE, ... match, and
+  // so does U+017F LATIN SMALL LETTER LONG S, which folds to 's'.
+  auto folds_to = [](char32_t c, char lower) {
+    const char32_t l = static_cast<char32_t>(lower);
+    return c == l || c == l - 32 || (lower == 's' && c == U'\u017F');
+  };
+  size_t i = 0;
+  while (i < n) {
+    size_t end = i;
+    // (?i:'s|'t|'re|'ve|'m|'ll|'d), in that order.
+    if (text[i] == U'\'' && i + 1 < n) {
+      const char32_t a = text[i + 1];
+      const char32_t b = i + 2 < n ? text[i + 2] : 0;
+      if (folds_to(a, 's') || folds_to(a, 't')) {
+        end = i + 2;
+      } else if ((folds_to(a, 'r') && folds_to(b, 'e')) || (folds_to(a, 'v') && folds_to(b, 'e'))) {
+        end = i + 3;
+      } else if (folds_to(a, 'm')) {
+        end = i + 2;
+      } else if (folds_to(a, 'l') && folds_to(b, 'l')) {
+        end = i + 3;
+      } else if (folds_to(a, 'd')) {
+        end = i + 2;
+      }
+    }
+    // [^\r\n\p{L}\p{N}]?\p{L}+: one optional character that is no line break,
+    // letter or number (a space, a tab, punctuation), then letters.
+    if (end == i) {
+      const CharClass c = class_at(i);
+      if (c == CharClass::kLetter) {
+        end = run_end(i, CharClass::kLetter);
+      } else if (c != CharClass::kNumber && !is_line_break(text[i]) && i + 1 < n &&
+                 class_at(i + 1) == CharClass::kLetter) {
+        end = run_end(i + 1, CharClass::kLetter);
+      }
+    }
+    // \p{N}: one number character.
+    if (end == i && class_at(i) == CharClass::kNumber) end = i + 1;
+    // " ?[^\s\p{L}\p{N}]+[\r\n]*"
+    if (end == i) {
+      const size_t body = text[i] == U' ' ? i + 1 : i;
+      if (body < n && class_at(body) == CharClass::kOther) {
+        end = run_end(body, CharClass::kOther);
+        while (end < n && is_line_break(text[end])) ++end;
+      }
+    }
+    if (end == i) {
+      // Here text[i] is whitespace. \s*[\r\n]+: the run up to and including
+      // its last line break (the greedy \s* gives back until one follows).
+      const size_t run = run_end(i, CharClass::kWhitespace);
+      for (size_t j = run; j > i; --j) {
+        if (is_line_break(text[j - 1])) {
+          end = j;
+          break;
+        }
+      }
+      // \s+(?!\S), else \s+ (as in gpt2_split).
+      if (end == i) end = (run == n || run - i < 2) ? run : run - 1;
+    }
+    spans.push_back(Span{i, end});
+    i = end;
+  }
+  return spans;
+}
+
+std::u32string nfc(std::u32string_view text) {
+  std::string utf8;
+  utf8.reserve(text.size());
+  for (char32_t c : text) append_utf8(c, utf8);
+  // utf8proc_NFC returns a malloc'd, NUL-terminated string; the input is
+  // valid UTF-8 of scalar values (decode_utf8_strict made it), and a NUL
+  // inside would end it early, so NUL-separated parts are normalized apart
+  // (NUL has combining class 0 and composes with nothing: the same result).
+  std::u32string out;
+  out.reserve(text.size());
+  size_t start = 0;
+  while (start <= utf8.size()) {
+    const size_t stop = std::min(utf8.find('\0', start), utf8.size());
+    const std::string part = utf8.substr(start, stop - start);
+    utf8proc_uint8_t* normalized =
+        utf8proc_NFC(reinterpret_cast<const utf8proc_uint8_t*>(part.c_str()));
+    OASR_CHECK(normalized != nullptr, kInternal, "NFC normalization failed (out of memory?)");
+    const std::string result(reinterpret_cast<const char*>(normalized));
+    std::free(normalized);
+    out += decode_utf8_strict(result, "NFC output");
+    if (stop == utf8.size()) break;
+    out.push_back(U'\0');
+    start = stop + 1;
+  }
+  return out;
+}
+
+const char* nfc_unicode_version() {
+  return utf8proc_unicode_version();
 }
 
 const std::array<char32_t, 256>& byte_to_char() {

@@ -12,6 +12,11 @@
 //      's|'t|'re|'ve|'m|'ll|'d| ?\p{L}+| ?\p{N}+| ?[^\s\p{L}\p{N}]+|\s+(?!\S)|\s+
 //    matched by a hand-written scanner that follows the alternation's
 //    leftmost-first, backtracking semantics exactly;
+//  - the Qwen2 pre-tokenizer (the Split pattern of Qwen2's tokenizer.json)
+//      (?i:'s|'t|'re|'ve|'m|'ll|'d)|[^\r\n\p{L}\p{N}]?\p{L}+|\p{N}
+//      | ?[^\s\p{L}\p{N}]+[\r\n]*|\s*[\r\n]+|\s+(?!\S)|\s+
+//    matched the same way;
+//  - Unicode NFC (the NFC normalizer), by utf8proc;
 //  - GPT-2's byte <-> printable-character map (bytes_to_unicode).
 #pragma once
 
@@ -46,6 +51,14 @@ struct Span {
 };
 // Splits `text` into the GPT-2 pattern's matches (they cover it entirely).
 std::vector<Span> gpt2_split(std::u32string_view text);
+
+// Splits `text` into the Qwen2 pattern's matches (they cover it entirely).
+std::vector<Span> qwen2_split(std::u32string_view text);
+
+// The Unicode NFC form of `text` (canonical decomposition, then canonical
+// composition), as tokenizers' NFC normalizer computes it.
+std::u32string nfc(std::u32string_view text);
+const char* nfc_unicode_version();  // utf8proc's, e.g. "15.0.0"
 
 // GPT-2's bytes_to_unicode: printable Latin-1 bytes map to themselves, the
 // other 68 to U+0100.. in byte order.

