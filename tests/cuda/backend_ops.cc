@@ -39,6 +39,7 @@
 #include "ops/glu.h"
 #include "ops/layer_norm.h"
 #include "ops/log_softmax.h"
+#include "ops/rms_norm.h"
 #include "ops/softmax.h"
 #include "support/test_support.h"
 
@@ -280,6 +281,7 @@ TEST(BackendOpsRefusals, MixedDevices) {
   expect_refused("mul", [&] { ops::mul(x_gpu, v_cpu); });
   expect_refused("add_scaled", [&] { ops::add_scaled(x_gpu, v_cpu, 0.5f); });
   expect_refused("layer_norm", [&] { ops::layer_norm(x_gpu, v_cpu, v_cpu, 1e-5f); });
+  expect_refused("rms_norm", [&] { ops::rms_norm(x_gpu, v_cpu, 1e-6f); });
   expect_refused("add_layer_norm",
                  [&] { ops::add_layer_norm(x_gpu, x_cpu, Tensor(), Tensor(), 1e-5f); });
   expect_refused("add_scaled_layer_norm",
@@ -315,6 +317,7 @@ TEST(BackendOpsRefusals, MixedDTypes) {
   expect_refused("mul", [&] { ops::mul(x32, vb16); });
   expect_refused("add_scaled", [&] { ops::add_scaled(x16, vb16, 0.5f); });
   expect_refused("layer_norm", [&] { ops::layer_norm(x16, v32, Tensor(), 1e-5f); });
+  expect_refused("rms_norm", [&] { ops::rms_norm(x16, v32, 1e-6f); });
   expect_refused("add_layer_norm",
                  [&] { ops::add_layer_norm(x16, x32, Tensor(), Tensor(), 1e-5f); });
   expect_refused("add_scaled_layer_norm",

@@ -17,6 +17,7 @@
 #include "ops/glu.h"
 #include "ops/layer_norm.h"
 #include "ops/log_softmax.h"
+#include "ops/rms_norm.h"
 #include "ops/sequence_mask.h"
 #include "ops/softmax.h"
 
@@ -243,6 +244,16 @@ void add_norm_cases(Table& t) {
     t.add("layer_norm", dims(shape), "eps1e5", {real(shape, 2.0f), real({d}), real({d})},
           Family::kNorm, layer_norm);
   }
+  // The Qwen2 LM's norm: rows of a small config and of the 7B's width (3584),
+  // one row (a decode step), no weight.
+  auto rms_norm = [](Inputs in) -> Outputs { return {ops::rms_norm(in[0], in[1], 1e-6f)}; };
+  for (const Shape& shape : {Shape{3, 37, 64}, Shape{1, 3584}, Shape{17, 3584}, Shape{0, 64}}) {
+    const int64_t d = shape.back();
+    t.add("rms_norm", dims(shape), "eps1e6", {real(shape, 2.0f), real({d})}, Family::kNorm,
+          rms_norm);
+  }
+  t.add("rms_norm", dims({4, 896}), "noweight", {real({4, 896}), absent()}, Family::kNorm,
+        rms_norm);
   for (auto [b, time] : {std::pair<int64_t, int64_t>{3, 37}, {3, 250}}) {
     const Shape x = {b, time, kModel};
     t.add("add_layer_norm", dims(x), "eps1e5",

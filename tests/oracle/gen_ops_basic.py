@@ -1,11 +1,12 @@
 #!/usr/bin/env python3
 """PyTorch oracle for the basic full-precision ops (src/ops: gemm, layer_norm,
-softmax, glu, elementwise, embedding).
+rms_norm, softmax, glu, elementwise, embedding).
 
 Writes OUT/cases.safetensors. Tensors are named "<case>/<role>"; the metadata
 key "cases" holds a JSON list of {"name", "op", ...parameters} in file order.
 Every expected value comes from PyTorch's own functions (F.linear,
-F.layer_norm, torch.softmax, F.glu, F.embedding, +, *), never from oasr.
+F.layer_norm, torch.softmax, F.glu, F.embedding, +, *) and transformers'
+Qwen2RMSNorm, never from oasr.
 """
 
 import argparse
@@ -270,6 +271,38 @@ def embedding_cases():
         add_case(name, "embedding", {}, ids=ids, table=table, expected=expected)
 
 
+# ---- RMS norm ------------------------------------------------------------------
+
+
+def rms_norm_cases():
+    # transformers' Qwen2RMSNorm (the Qwen2-Audio LM's norm) is the definition.
+    from transformers.models.qwen2.modeling_qwen2 import Qwen2RMSNorm
+    # The offset rows (mean 1e3 >> std) tell RMS from LayerNorm at once.
+    specs = [
+        ("rms_d1", randn(3, 1), True, 1e-6),
+        ("rms_d3", randn(4, 3), True, 1e-6),
+        ("rms_d17_3d", randn(2, 3, 17), True, 1e-6),
+        ("rms_d256", randn(5, 256, scale=3.0), True, 1e-6),
+        ("rms_d896_offset", randn(4, 896, offset=1e3), True, 1e-6),
+        ("rms_d64_large", randn(3, 64, scale=1e3), True, 1e-5),
+        ("rms_no_weight", randn(3, 8), False, 1e-6),
+        ("rms_eps_large", randn(2, 5, scale=0.01), True, 1e-2),
+        ("rms_zero_row", torch.zeros(2, 6), True, 1e-6),
+        ("rms_rows0", randn(0, 8), True, 1e-6),
+    ]
+    for name, x, affine, eps in specs:
+        d = x.shape[-1]
+        norm = Qwen2RMSNorm(d, eps=eps)
+        weight = randn(d, scale=0.5, offset=1.0) if affine else torch.ones(d)
+        with torch.no_grad():
+            norm.weight.copy_(weight)
+            expected = norm(x)
+        tensors = {"x": x, "expected": expected}
+        if affine:
+            tensors["weight"] = weight
+        add_case(name, "rms_norm", {"eps": f32(eps)}, **tensors)
+
+
 def main():
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument("--out", required=True, help="directory to write cases.safetensors to")
@@ -279,6 +312,7 @@ def main():
     matmul_cases()
     layer_norm_cases()
     add_layer_norm_cases()
+    rms_norm_cases()
     softmax_cases()
     masked_softmax_cases()
     glu_cases()

@@ -20,6 +20,7 @@
 #include "ops/gemm.h"
 #include "ops/glu.h"
 #include "ops/layer_norm.h"
+#include "ops/rms_norm.h"
 #include "ops/softmax.h"
 #include "support/test_support.h"
 
@@ -210,6 +211,27 @@ TEST(OpsOracle, LayerNorm) {
   }
 }
 
+// The CPU body sums the squares in double and rounds once; PyTorch rounds
+// the float32 sum, the normalized value and the weighted one: a few ulps of
+// each row's largest output, so 64 ulps of the case's largest output bound
+// them. Without the weight, with a mean subtracted (LayerNorm) or with the
+// square root missing, the offset row alone is off by orders of magnitude.
+TEST(OpsOracle, RmsNorm) {
+  const std::vector<json> cases = cases_of("rms_norm");
+  ASSERT_GE(cases.size(), 9u);
+  for (const json& c : cases) {
+    SCOPED_TRACE(c.at("name").get<std::string>());
+    const float eps = c.at("eps").get<float>();
+    const Tensor x = role(c, "x");
+    const Tensor weight = optional_role(c, "weight");
+    const Tensor expected = role(c, "expected");
+    const Tensor out = ops::rms_norm(x, weight, eps);
+    const double atol = 64 * kUnitRoundoff * max_abs(expected);
+    EXPECT_TRUE(all_close(out, expected, static_cast<float>(atol), 0.0f));
+    EXPECT_TRUE(bit_equal(ops::rms_norm(with_gaps(x), with_gaps(weight), eps), out));
+  }
+}
+
 // The sum is plain float32 arithmetic (residual + x, or residual + alpha * x
 // with the product rounded first), so it must equal PyTorch's bit for bit;
 // the normalized output gets the LayerNorm tolerance, computed on the sum.
@@ -373,6 +395,19 @@ void expect_error(Fn&& fn, ErrorCode code, const std::vector<std::string>& fragm
 
 Tensor f32(const Shape& shape) {
   return Tensor::full(shape, 0.5f);
+}
+
+TEST(OpsRefusals, RmsNorm) {
+  expect_error(
+      [] {
+        ops::rms_norm(f32({2, 4}), f32({3}), 1e-6f);
+      },
+      ErrorCode::kInvalidArgument, {"rms_norm", "weight must be [4]", "[3]"});
+  expect_error(
+      [] {
+        ops::rms_norm(f32({2, 4}), f32({4}), -1.0f);
+      },
+      ErrorCode::kInvalidArgument, {"rms_norm", "eps"});
 }
 
 TEST(OpsRefusals, Linear) {
