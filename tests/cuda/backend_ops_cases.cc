@@ -18,6 +18,7 @@
 #include "ops/layer_norm.h"
 #include "ops/log_softmax.h"
 #include "ops/rms_norm.h"
+#include "ops/rotary_embedding.h"
 #include "ops/sequence_mask.h"
 #include "ops/softmax.h"
 
@@ -254,6 +255,18 @@ void add_norm_cases(Table& t) {
   }
   t.add("rms_norm", dims({4, 896}), "noweight", {real({4, 896}), absent()}, Family::kNorm,
         rms_norm);
+  // Rotary embedding at a Qwen2 head (128, theta 1e6) over a prefill of 37
+  // rows and at far positions of a decode step.
+  auto rotary = [](Inputs in) -> Outputs {
+    const Tensor inv_freq = ops::rotary_inv_freq(in[0].size(3), 1000000.0f).to(in[0].device());
+    const int64_t b = in[0].size(0), time = in[0].size(1);
+    Tensor positions = Tensor::empty({b, time}, DType::kI64);
+    for (int64_t i = 0; i < b * time; ++i) positions.data<int64_t>()[i] = (i * 977) % 32768;
+    return {ops::rotary_embedding(in[0], positions.to(in[0].device()), inv_freq)};
+  };
+  for (const Shape& shape : {Shape{2, 37, 4, 128}, Shape{5, 1, 2, 128}, Shape{1, 3, 1, 8}}) {
+    t.add("rotary_embedding", dims(shape), "theta1e6", {real(shape, 2.0f)}, Family::kNorm, rotary);
+  }
   for (auto [b, time] : {std::pair<int64_t, int64_t>{3, 37}, {3, 250}}) {
     const Shape x = {b, time, kModel};
     t.add("add_layer_norm", dims(x), "eps1e5",

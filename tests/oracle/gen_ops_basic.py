@@ -303,6 +303,33 @@ def rms_norm_cases():
         add_case(name, "rms_norm", {"eps": f32(eps)}, **tensors)
 
 
+# ---- rotary position embedding ----------------------------------------------------
+
+
+def rotary_cases():
+    # transformers' Qwen2RotaryEmbedding (rope_type "default") and
+    # apply_rotary_pos_emb; oasr's layout is [B, T, heads, head_dim].
+    from transformers.models.qwen2.modeling_qwen2 import Qwen2RotaryEmbedding, apply_rotary_pos_emb
+    specs = [  # name, B, T, heads, head_dim, theta, positions (None: 0..T-1 per row)
+        ("rope_small", 2, 5, 3, 8, 10000.0, None),
+        ("rope_qwen_head", 1, 7, 2, 128, 1000000.0, None),
+        ("rope_far_positions", 2, 3, 2, 64, 10000.0,
+         torch.tensor([[0, 1, 4095], [8191, 30000, 7]])),
+        ("rope_decode_step", 3, 1, 4, 16, 10000.0, torch.tensor([[17], [0], [1234]])),
+    ]
+    for name, b, t, heads, d, theta, positions in specs:
+        if positions is None:
+            positions = torch.arange(t).expand(b, t).contiguous()
+        rotary = Qwen2RotaryEmbedding(dim=d, base=theta)
+        x = randn(b, t, heads, d, scale=2.0)
+        q = x.transpose(1, 2)  # [B, heads, T, D], as the model calls it
+        cos, sin = rotary(q, positions)
+        q_embed, _ = apply_rotary_pos_emb(q, q, cos, sin)
+        add_case(name, "rotary_embedding", {"theta": theta}, x=x, positions=positions.to(torch.int64),
+                 inv_freq=rotary.inv_freq.to(torch.float32),
+                 expected=q_embed.transpose(1, 2).contiguous())
+
+
 def main():
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument("--out", required=True, help="directory to write cases.safetensors to")
@@ -313,6 +340,7 @@ def main():
     layer_norm_cases()
     add_layer_norm_cases()
     rms_norm_cases()
+    rotary_cases()
     softmax_cases()
     masked_softmax_cases()
     glu_cases()

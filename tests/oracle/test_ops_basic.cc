@@ -21,6 +21,7 @@
 #include "ops/glu.h"
 #include "ops/layer_norm.h"
 #include "ops/rms_norm.h"
+#include "ops/rotary_embedding.h"
 #include "ops/softmax.h"
 #include "support/test_support.h"
 
@@ -232,6 +233,29 @@ TEST(OpsOracle, RmsNorm) {
   }
 }
 
+// The angle is the same float32 product as PyTorch's; cos / sin are rounded
+// from double here and come from PyTorch's float32 kernels there (about an
+// ulp apart), so 16 ulps of the case's largest input bound the difference
+// (1e-6 measured), while a wrong pairing (adjacent pairs instead of halves),
+// a sign or a position off by one is O(1). The frequencies are transformers'
+// to two ulps.
+TEST(OpsOracle, RotaryEmbedding) {
+  const std::vector<json> cases = cases_of("rotary_embedding");
+  ASSERT_GE(cases.size(), 4u);
+  for (const json& c : cases) {
+    SCOPED_TRACE(c.at("name").get<std::string>());
+    const Tensor x = role(c, "x");
+    const Tensor positions = role(c, "positions");
+    const Tensor inv_freq = role(c, "inv_freq");
+    const Tensor ours = ops::rotary_inv_freq(x.size(3), c.at("theta").get<float>());
+    EXPECT_TRUE(all_close(ours, inv_freq, 0.0f, 2 * kUnitRoundoff));
+    const Tensor out = ops::rotary_embedding(x, positions, ours);
+    const float tolerance = static_cast<float>(16 * kUnitRoundoff * max_abs(x));
+    EXPECT_TRUE(all_close(out, role(c, "expected"), tolerance, 0.0f));
+    EXPECT_TRUE(bit_equal(ops::rotary_embedding(with_gaps(x), positions, ours), out));
+  }
+}
+
 // The sum is plain float32 arithmetic (residual + x, or residual + alpha * x
 // with the product rounded first), so it must equal PyTorch's bit for bit;
 // the normalized output gets the LayerNorm tolerance, computed on the sum.
@@ -408,6 +432,32 @@ TEST(OpsRefusals, RmsNorm) {
         ops::rms_norm(f32({2, 4}), f32({4}), -1.0f);
       },
       ErrorCode::kInvalidArgument, {"rms_norm", "eps"});
+}
+
+TEST(OpsRefusals, RotaryEmbedding) {
+  const Tensor positions = Tensor::zeros({2, 3}, DType::kI64);
+  const Tensor inv_freq = ops::rotary_inv_freq(4, 10000.0f);
+  expect_error(
+      [&] {
+        ops::rotary_embedding(f32({2, 3, 1, 5}), positions, inv_freq);
+      },
+      ErrorCode::kInvalidArgument, {"rotary_embedding", "head_dim must be even"});
+  expect_error(
+      [&] {
+        ops::rotary_embedding(f32({2, 3, 4}), positions, inv_freq);
+      },
+      ErrorCode::kInvalidArgument, {"rotary_embedding", "[B, T, heads, head_dim]"});
+  expect_error(
+      [&] {
+        ops::rotary_embedding(f32({2, 4, 1, 4}), positions, inv_freq);
+      },
+      ErrorCode::kInvalidArgument, {"positions must be int64 [2, 4]"});
+  expect_error(
+      [&] {
+        ops::rotary_embedding(f32({2, 3, 1, 8}), positions, inv_freq);
+      },
+      ErrorCode::kInvalidArgument, {"inv_freq must be float32 [4]"});
+  expect_error([] { ops::rotary_inv_freq(6, -1.0f); }, ErrorCode::kInvalidArgument, {"rope_theta"});
 }
 
 TEST(OpsRefusals, Linear) {
