@@ -321,7 +321,11 @@ void ByteLevelBpeTokenizer::finish(
                "' and '", t.content, "' share id ", t.id);
     if (t.special) special_contents_.insert(t.content);
     vocab_size_ = std::max(vocab_size_, t.id + 1);
-    added_chars_.push_back(byte_bpe::decode_utf8_strict(t.content, "added token"));
+    // A normalized token is matched against normalized text, so it is
+    // normalized too (tokenizers does the same when it builds its matcher).
+    std::u32string chars = byte_bpe::decode_utf8_strict(t.content, "added token");
+    if (t.normalized && nfc_) chars = byte_bpe::nfc(chars);
+    added_chars_.push_back(std::move(chars));
     (t.normalized ? normalized_added_ : raw_added_)[added_chars_.back().front()].push_back(i);
   }
   for (auto* table : {&raw_added_, &normalized_added_}) {

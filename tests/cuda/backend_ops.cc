@@ -40,6 +40,7 @@
 #include "ops/layer_norm.h"
 #include "ops/log_softmax.h"
 #include "ops/rms_norm.h"
+#include "ops/rotary_embedding.h"
 #include "ops/softmax.h"
 #include "support/test_support.h"
 
@@ -282,6 +283,10 @@ TEST(BackendOpsRefusals, MixedDevices) {
   expect_refused("add_scaled", [&] { ops::add_scaled(x_gpu, v_cpu, 0.5f); });
   expect_refused("layer_norm", [&] { ops::layer_norm(x_gpu, v_cpu, v_cpu, 1e-5f); });
   expect_refused("rms_norm", [&] { ops::rms_norm(x_gpu, v_cpu, 1e-6f); });
+  expect_refused("rotary_embedding", [&] {
+    ops::rotary_embedding(x_gpu.reshape({2, 3, 1, 8}), Tensor::zeros({2, 3}, DType::kI64),
+                          ops::rotary_inv_freq(8, 1e4f));
+  });
   expect_refused("add_layer_norm",
                  [&] { ops::add_layer_norm(x_gpu, x_cpu, Tensor(), Tensor(), 1e-5f); });
   expect_refused("add_scaled_layer_norm",

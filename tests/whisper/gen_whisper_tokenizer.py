@@ -91,6 +91,7 @@ QWEN2_TEXTS = [
     "x\r\n\r\ny", "a\n \n b", "!!\n\nx", "?\r\n", "end.\n\n\n", " \n", "\n ", "\n\n  x",
     "12345 abc123 x1y22", "\u00a0word \tword 'word -word", "\u3000日本 語", "(x) [y]",
     "cafe\u0301 e\u0301! A\u030a \u1100\u1161\u11a8 \u0041\u0308\u0304 \u212b",
+    "\u00e1? a\u0301? xa\u0301?y \u00e9!\u00e1?",
     "<|audio_bos|><|AUDIO|><|audio_eos|>Detect the language and recognize the speech: <|en|>",
     "<|im_start|>user\nhello<|im_end|>\n<|im_start|>assistant\n",
 ]
@@ -196,8 +197,10 @@ def train_qwen2(out_dir):
     tok.train_from_iterator(corpus, trainer)
     tok.add_special_tokens([AddedToken(t, special=True, normalized=False)
                             for t in QWEN2_SPECIALS])
-    # Matched after NFC: decomposed "e\u0301!" reaches it only normalized.
-    tok.add_tokens([AddedToken("\u00e9!", special=False, normalized=True)])
+    # Matched after NFC: decomposed "e\u0301!" reaches the first only
+    # normalized; the second is written decomposed and is normalized itself.
+    tok.add_tokens([AddedToken("\u00e9!", special=False, normalized=True),
+                    AddedToken("a\u0301?", special=False, normalized=True)])
     path = os.path.join(out_dir, "qwen2_tokenizer.json")
     tok.save(path)
     saved = json.load(open(path, encoding="utf-8"))["pre_tokenizer"]["pretokenizers"][0]
@@ -290,7 +293,7 @@ def main():
                                        **small_cases}
 
     qwen2, qwen2_path = train_qwen2(args.out)
-    qwen2_cases = cases_for(qwen2, texts + QWEN2_TEXTS, rng, QWEN2_SPECIALS + ["\u00e9!"],
+    qwen2_cases = cases_for(qwen2, texts + QWEN2_TEXTS, rng, QWEN2_SPECIALS + ["\u00e9!", "a\u0301?"],
                             split="qwen2")
     meta["tokenizers"]["qwen2"] = {"files": {"tokenizer_json": qwen2_path}, **qwen2_cases}
 

@@ -164,6 +164,11 @@ TEST(QwenTokenizerOracle, NfcReachesNormalizedAddedToken) {
   const std::vector<int64_t> ids = tok.encode("e\u0301!");
   ASSERT_EQ(ids.size(), 1u);
   EXPECT_EQ(ids[0], *composed);
+  // A normalized token written decomposed is normalized itself: both forms hit it.
+  const auto written_decomposed = tok.token_to_id("a\u0301?");
+  ASSERT_TRUE(written_decomposed.has_value());
+  EXPECT_EQ(tok.encode("\u00e1?"), std::vector<int64_t>{*written_decomposed});
+  EXPECT_EQ(tok.encode("a\u0301?"), std::vector<int64_t>{*written_decomposed});
   const std::vector<int64_t> prompt = tok.encode("<|audio_bos|><|AUDIO|><|audio_eos|>");
   ASSERT_EQ(prompt.size(), 3u);
   EXPECT_EQ(prompt[1], tok.token_to_id("<|AUDIO|>").value());

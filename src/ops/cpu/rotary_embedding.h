@@ -10,7 +10,7 @@ void rotary_embedding_f32(const float* x, const int64_t* positions, const float*
                           float* out, int64_t rows, int64_t heads, int64_t head_dim);
 
 // cos and sin of a float32 angle, each computed in double and rounded once to
-// float32 (the CUDA body calls the same definition).
+// float32 (the CUDA body computes the same in double with CUDA's cos / sin).
 void rotary_cos_sin(float angle, float* cos_out, float* sin_out);
 
 }  // namespace oasr::ops::cpu

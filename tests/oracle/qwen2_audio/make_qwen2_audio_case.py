@@ -18,7 +18,8 @@ DIR/reference/reference.safetensors holds, per utterance uNN:
   uNN.projected       multi_modal_projector's output [audio tokens, d_text]
   uNN.input_ids       the prompt with <|AUDIO|> expanded to the audio tokens
   uNN.prefill_logits  the LM's logits at the prompt's last position [vocab]
-  uNN.greedy          generate()'s new tokens, greedy (do_sample=False)
+  uNN.greedy          the new tokens of greedy search (generate()'s greedy,
+                      written out: see greedy())
 DIR/reference/summary.json: the prompt text, the decoded greedy text, the
 audio token counts, the smallest top-1 / top-2 logit margin over the greedy
 steps (how much numerical noise the token comparison tolerates).
@@ -125,9 +126,9 @@ def greedy(model, inputs, max_new_tokens, eos):
 def main():
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--out", required=True)
-    parser.add_argument("--seed", type=int, default=1)
+    parser.add_argument("--seed", type=int, default=2)
     parser.add_argument("--gain", type=float, default=3.0,
-                        help="weights ~ N(0, gain^2 / fan_in); 3 gives varied greedy tokens with top-1 / top-2 margins above 0.08")
+                        help="weights ~ N(0, gain^2 / fan_in); with seed 2, 3 gives varied greedy tokens with top-1 / top-2 margins above 0.16")
     args = parser.parse_args()
     torch.manual_seed(args.seed)
     generator = torch.Generator().manual_seed(args.seed)
@@ -147,8 +148,8 @@ def main():
                           encoder_ffn_dim=128, num_mel_bins=128, max_source_positions=1500),
         text_config=dict(model_type="qwen2", vocab_size=len(tokenizer), hidden_size=64,
                          intermediate_size=160, num_hidden_layers=2, num_attention_heads=4,
-                         num_key_value_heads=2, max_position_embeddings=4096, rope_theta=10000.0,
-                         rms_norm_eps=1e-6, tie_word_embeddings=False,
+                         num_key_value_heads=2, max_position_embeddings=4096, rope_theta=1000000.0,
+                         rms_norm_eps=1e-5, tie_word_embeddings=False,
                          eos_token_id=tokenizer.convert_tokens_to_ids("<|endoftext|>")),
         audio_token_index=tokenizer.convert_tokens_to_ids("<|AUDIO|>"))
     model = Qwen2AudioForConditionalGeneration(config).eval()
