@@ -128,7 +128,8 @@ def main():
     parser.add_argument("--out", required=True)
     parser.add_argument("--seed", type=int, default=2)
     parser.add_argument("--gain", type=float, default=3.0,
-                        help="weights ~ N(0, gain^2 / fan_in); with seed 2, 3 gives varied greedy tokens with top-1 / top-2 margins above 0.16")
+                        help="weights ~ N(0, gain^2 / fan_in); with seed 2, 3 gives varied "
+                             "greedy tokens with top-1 / top-2 margins above 0.16")
     args = parser.parse_args()
     torch.manual_seed(args.seed)
     generator = torch.Generator().manual_seed(args.seed)
