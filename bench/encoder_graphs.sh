@@ -10,7 +10,8 @@
 #      (OASR_CUDA_GRAPHS=0);
 #   3. the bundled model on real_test: transcripts at max batch size 1, 8, 16,
 #      32 with graphs on, against max batch 8 with graphs off, line by line;
-#      WER and wall time per configuration; fp16 chunk-16 streaming.
+#      WER and wall time per configuration (RECIPES, default "none int8_w8a8");
+#      fp16 chunk-16 streaming.
 # Usage: bench/encoder_graphs.sh BIN_DIR EVAL_SETS OUT_DIR [steps, default 123]
 set -uo pipefail
 bin=$1
@@ -72,7 +73,7 @@ if want 3; then
     stop=$(date +%s.%N)
     echo "[$name] $(head -1 "$out/eval_$name.txt") wall $(awk "BEGIN{print $stop - $start}") s"
   }
-  for q in none int8_w8a8; do
+  for q in ${RECIPES:-none int8_w8a8}; do
     qflag=()
     [[ $q != none ]] && qflag=(--quantization "$q")
     run_eval "${q}_mb8_eager" 0 --max-batch-size 8 "${qflag[@]}"

@@ -14,7 +14,7 @@
 #      groups it);
 #   4. the bundled model on real_test: transcripts at max batch 1 / 8 / 16 /
 #      32 with graphs against max batch 8 eager, for float16, int8_w8a8 and
-#      fp8_w8a8 (bench/encoder_graphs.sh's step 3, every online recipe);
+#      fp8_w8a8 (bench/encoder_graphs.sh's step 3 over every online recipe);
 #   5. torchao's int8 dynamic-activation / int8-weight and fp8 rowwise
 #      configurations under torch.compile mode="reduce-overhead" on the same
 #      checkpoint (PYTHONPATH must hold torchao).
@@ -27,7 +27,6 @@ steps=${4:-234}
 mkdir -p "$out"
 py=${PYTHON:-python3}
 here=$(dirname "$0")
-model=models/oasr-u2pp-char-8k
 full=/tmp/u2pp_full
 want() { [[ $steps == *$1* ]]; }
 common=(--device cuda --dtype float16 --batch 1,16,64 --seconds 10 --warmup 3 --iters 30)
@@ -79,27 +78,7 @@ if want 3; then
   tail -n 20 "$out"/ncu_*.txt
 fi
 if want 4; then
-  set=real_test
-  run_eval() {  # name, graphs, flags...
-    local name=$1 graphs=$2
-    shift 2
-    OASR_CUDA_GRAPHS=$graphs "$bin/oasr" eval --ckpt-dir "$model" --manifest "$sets/$set.jsonl" \
-      --device cuda --dtype float16 --decode-method attention_rescoring --per-utterance "$@" \
-      > "$out/eval_$name.txt" 2>> "$out/eval.err"
-    echo "[$name] $(head -1 "$out/eval_$name.txt")"
-  }
-  for q in none int8_w8a8 fp8_w8a8; do
-    qflag=()
-    [[ $q != none ]] && qflag=(--quantization "$q")
-    run_eval "${q}_mb8_eager" 0 --max-batch-size 8 "${qflag[@]}"
-    for mb in 1 8 16 32; do
-      run_eval "${q}_mb${mb}_graphs" 1 --max-batch-size "$mb" "${qflag[@]}"
-      same=$(paste <(grep -o 'hyp=.*' "$out/eval_${q}_mb8_eager.txt") \
-        <(grep -o 'hyp=.*' "$out/eval_${q}_mb${mb}_graphs.txt") | awk -F'\t' '$1==$2' | wc -l)
-      echo "[$q] graphs, max batch $mb vs eager max batch 8: $same identical of $(grep -c 'hyp=' \
-        "$out/eval_${q}_mb8_eager.txt")"
-    done
-  done 2>&1 | tee "$out/transcripts.log"
+  RECIPES="none int8_w8a8 fp8_w8a8" bash "$here/encoder_graphs.sh" "$bin" "$sets" "$out" 3
 fi
 if want 5; then
   make_full

@@ -163,15 +163,29 @@ std::string utf8_lossy(std::string_view bytes) {
   return out;
 }
 
+namespace {
+
+// End of the run of characters of class `c` in `text` starting at i.
+size_t class_run_end(std::u32string_view text, size_t i, CharClass c) {
+  while (i < text.size() && classify(text[i]) == c) ++i;
+  return i;
+}
+
+// Both patterns end with `\s+(?!\S)|\s+`; at i, with [i, run) a whitespace
+// run: the whole run when it ends the text, else the run less its last
+// character (which then prefixes the next piece) when that leaves one or
+// more; otherwise `\s+`, which takes the single character.
+size_t whitespace_piece_end(size_t i, size_t run, size_t n) {
+  return (run == n || run - i < 2) ? run : run - 1;
+}
+
+}  // namespace
+
 std::vector<Span> gpt2_split(std::u32string_view text) {
   std::vector<Span> spans;
   const size_t n = text.size();
   auto class_at = [&](size_t i) { return classify(text[i]); };
-  // End of the run of characters of class `c` starting at i.
-  auto run_end = [&](size_t i, CharClass c) {
-    while (i < n && class_at(i) == c) ++i;
-    return i;
-  };
+  auto run_end = [&](size_t i, CharClass c) { return class_run_end(text, i, c); };
   // End of the run of characters that are neither whitespace, letters nor numbers.
   auto other_run_end = [&](size_t i) {
     while (i < n && class_at(i) == CharClass::kOther) ++i;
@@ -212,18 +226,8 @@ std::vector<Span> gpt2_split(std::u32string_view text) {
       }
     }
     if (end == i) {
-      // Here text[i] is whitespace. `\s+(?!\S)`: the whole run when it ends
-      // the text, else the run less its last character (which then prefixes
-      // the next word) when that leaves one or more; otherwise `\s+`, which
-      // takes the single character.
-      const size_t run = run_end(i, CharClass::kWhitespace);
-      if (run == n) {
-        end = run;
-      } else if (run - i >= 2) {
-        end = run - 1;
-      } else {
-        end = run;
-      }
+      // Here text[i] is whitespace.
+      end = whitespace_piece_end(i, run_end(i, CharClass::kWhitespace), n);
     }
     spans.push_back(Span{i, end});
     i = end;
@@ -235,10 +239,7 @@ std::vector<Span> qwen2_split(std::u32string_view text) {
   std::vector<Span> spans;
   const size_t n = text.size();
   auto class_at = [&](size_t i) { return classify(text[i]); };
-  auto run_end = [&](size_t i, CharClass c) {
-    while (i < n && class_at(i) == c) ++i;
-    return i;
-  };
+  auto run_end = [&](size_t i, CharClass c) { return class_run_end(text, i, c); };
   auto is_line_break = [](char32_t c) { return c == U'\r' || c == U'\n'; };
   // (?i:...) folds case by Unicode simple case folding: 'S, 'RE, ... match, and
   // so does U+017F LATIN SMALL LETTER LONG S, which folds to 's'.
@@ -296,8 +297,7 @@ std::vector<Span> qwen2_split(std::u32string_view text) {
           break;
         }
       }
-      // \s+(?!\S), else \s+ (as in gpt2_split).
-      if (end == i) end = (run == n || run - i < 2) ? run : run - 1;
+      if (end == i) end = whitespace_piece_end(i, run, n);
     }
     spans.push_back(Span{i, end});
     i = end;
