@@ -179,6 +179,27 @@ size_t whitespace_piece_end(size_t i, size_t run, size_t n) {
   return (run == n || run - i < 2) ? run : run - 1;
 }
 
+// 's|'t|'re|'ve|'m|'ll|'d at i (both patterns list them in this order): the
+// end of the match, or i. `fold_case` is Qwen2's (?i:...), Unicode simple
+// case folding: 'S, 'RE, ... match, and so does U+017F LATIN SMALL LETTER
+// LONG S, which folds to 's'.
+size_t contraction_end(std::u32string_view text, size_t i, bool fold_case) {
+  const size_t n = text.size();
+  if (text[i] != U'\'' || i + 1 >= n) return i;
+  auto is = [fold_case](char32_t c, char lower) {
+    const char32_t l = static_cast<char32_t>(lower);
+    return c == l || (fold_case && (c == l - 32 || (lower == 's' && c == U'\u017F')));
+  };
+  const char32_t a = text[i + 1];
+  const char32_t b = i + 2 < n ? text[i + 2] : 0;
+  if (is(a, 's') || is(a, 't')) return i + 2;
+  if ((is(a, 'r') && is(b, 'e')) || (is(a, 'v') && is(b, 'e'))) return i + 3;
+  if (is(a, 'm')) return i + 2;
+  if (is(a, 'l') && is(b, 'l')) return i + 3;
+  if (is(a, 'd')) return i + 2;
+  return i;
+}
+
 }  // namespace
 
 std::vector<Span> gpt2_split(std::u32string_view text) {
@@ -186,24 +207,10 @@ std::vector<Span> gpt2_split(std::u32string_view text) {
   const size_t n = text.size();
   auto class_at = [&](size_t i) { return classify(text[i]); };
   auto run_end = [&](size_t i, CharClass c) { return class_run_end(text, i, c); };
-  // End of the run of characters that are neither whitespace, letters nor numbers.
-  auto other_run_end = [&](size_t i) {
-    while (i < n && class_at(i) == CharClass::kOther) ++i;
-    return i;
-  };
   size_t i = 0;
   while (i < n) {
-    size_t end = i;
     // 's|'t|'re|'ve|'m|'ll|'d (case-sensitive, no word boundary).
-    if (text[i] == U'\'' && i + 1 < n) {
-      const char32_t a = text[i + 1];
-      const char32_t b = i + 2 < n ? text[i + 2] : 0;
-      if (a == U's' || a == U't' || a == U'm' || a == U'd') {
-        end = i + 2;
-      } else if ((a == U'r' && b == U'e') || (a == U'v' && b == U'e') || (a == U'l' && b == U'l')) {
-        end = i + 3;
-      }
-    }
+    size_t end = contraction_end(text, i, false);
     if (end == i) {
       // ` ?\p{L}+`, ` ?\p{N}+`, ` ?[^\s\p{L}\p{N}]+`: an optional U+0020 then a
       // run. Without the space the run would have to start at a space, which
@@ -218,7 +225,7 @@ std::vector<Span> gpt2_split(std::u32string_view text) {
             end = run_end(body, CharClass::kNumber);
             break;
           case CharClass::kOther:
-            end = other_run_end(body);
+            end = run_end(body, CharClass::kOther);
             break;
           case CharClass::kWhitespace:
             break;
@@ -241,31 +248,10 @@ std::vector<Span> qwen2_split(std::u32string_view text) {
   auto class_at = [&](size_t i) { return classify(text[i]); };
   auto run_end = [&](size_t i, CharClass c) { return class_run_end(text, i, c); };
   auto is_line_break = [](char32_t c) { return c == U'\r' || c == U'\n'; };
-  // (?i:...) folds case by Unicode simple case folding: 'S, 'RE, ... match, and
-  // so does U+017F LATIN SMALL LETTER LONG S, which folds to 's'.
-  auto folds_to = [](char32_t c, char lower) {
-    const char32_t l = static_cast<char32_t>(lower);
-    return c == l || c == l - 32 || (lower == 's' && c == U'\u017F');
-  };
   size_t i = 0;
   while (i < n) {
-    size_t end = i;
-    // (?i:'s|'t|'re|'ve|'m|'ll|'d), in that order.
-    if (text[i] == U'\'' && i + 1 < n) {
-      const char32_t a = text[i + 1];
-      const char32_t b = i + 2 < n ? text[i + 2] : 0;
-      if (folds_to(a, 's') || folds_to(a, 't')) {
-        end = i + 2;
-      } else if ((folds_to(a, 'r') && folds_to(b, 'e')) || (folds_to(a, 'v') && folds_to(b, 'e'))) {
-        end = i + 3;
-      } else if (folds_to(a, 'm')) {
-        end = i + 2;
-      } else if (folds_to(a, 'l') && folds_to(b, 'l')) {
-        end = i + 3;
-      } else if (folds_to(a, 'd')) {
-        end = i + 2;
-      }
-    }
+    // (?i:'s|'t|'re|'ve|'m|'ll|'d).
+    size_t end = contraction_end(text, i, true);
     // [^\r\n\p{L}\p{N}]?\p{L}+: one optional character that is no line break,
     // letter or number (a space, a tab, punctuation), then letters.
     if (end == i) {

@@ -82,6 +82,23 @@ int64_t wrap_dim(const char* op, int64_t dim, int64_t rank) {
   return wrapped;
 }
 
+int64_t check_norm_args(const char* op, const Tensor& x, const Tensor& weight, const Tensor& bias,
+                        Device device) {
+  check_float(op, "x", x, device);
+  OASR_CHECK(x.dim() >= 1, kInvalidArgument, op, ": x must have at least one dimension, got ",
+             shape_str(x.shape()));
+  const int64_t features = x.size(-1);
+  const NamedTensor params[] = {{"weight", weight}, {"bias", bias}};
+  for (const auto& [name, param] : params) {
+    if (!param.defined()) continue;
+    check_float(op, name, param, device);
+    OASR_CHECK(param.dim() == 1 && param.size(0) == features, kInvalidArgument, op, ": ", name,
+               " must be [", features, "] to match the last dimension of x ", shape_str(x.shape()),
+               ", got ", shape_str(param.shape()));
+  }
+  return features;
+}
+
 int64_t span_numel(const Shape& shape, int64_t begin, int64_t end) {
   int64_t n = 1;
   for (int64_t i = begin; i < end; ++i) n *= shape[i];

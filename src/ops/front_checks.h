@@ -31,6 +31,12 @@ void check_float(const char* op, const char* arg, const Tensor& tensor, Device d
 // tensors are ignored. Ops never convert silently.
 void check_same_dtype(const char* op, std::initializer_list<NamedTensor> args);
 
+// A norm's arguments for the body on `device`: x float with at least one
+// dimension, and each defined parameter (weight, bias) a float [D] matching
+// x's last dimension D, which it returns.
+int64_t check_norm_args(const char* op, const Tensor& x, const Tensor& weight, const Tensor& bias,
+                        Device device);
+
 // Refuses anything but float32: another float format is kUnsupported (the
 // CPU body serves float32 only), a non-float dtype is kInvalidArgument.
 void check_float32(const char* op, const char* arg, const Tensor& tensor);

@@ -12,25 +12,6 @@ namespace {
 using detail::check_float;
 using detail::NamedTensor;
 
-// Validates x and the optional affine parameters for the body on `device`;
-// returns D.
-int64_t check_norm_args(const char* op, const Tensor& x, const Tensor& weight, const Tensor& bias,
-                        Device device) {
-  check_float(op, "x", x, device);
-  OASR_CHECK(x.dim() >= 1, kInvalidArgument, op, ": x must have at least one dimension, got ",
-             shape_str(x.shape()));
-  const int64_t features = x.size(-1);
-  const NamedTensor params[] = {{"weight", weight}, {"bias", bias}};
-  for (const auto& [name, param] : params) {
-    if (!param.defined()) continue;
-    check_float(op, name, param, device);
-    OASR_CHECK(param.dim() == 1 && param.size(0) == features, kInvalidArgument, op, ": ", name,
-               " must be [", features, "] to match the last dimension of x ", shape_str(x.shape()),
-               ", got ", shape_str(param.shape()));
-  }
-  return features;
-}
-
 const float* data_or_null(const Tensor& t) {
   return t.defined() ? t.data<float>() : nullptr;
 }
@@ -42,7 +23,7 @@ AddLayerNormResult fused_add_norm(const char* op, const Tensor& x, const Tensor&
   detail::check_defined(op, "residual", residual);
   const Device device = detail::serving_device(
       op, {{"x", x}, {"residual", residual}, {"weight", weight}, {"bias", bias}});
-  const int64_t features = check_norm_args(op, x, weight, bias, device);
+  const int64_t features = detail::check_norm_args(op, x, weight, bias, device);
   check_float(op, "residual", residual, device);
   OASR_CHECK(residual.shape() == x.shape(), kInvalidArgument, op, ": residual ",
              shape_str(residual.shape()), " and x ", shape_str(x.shape()),
@@ -78,7 +59,7 @@ Tensor layer_norm(const Tensor& x, const Tensor& weight, const Tensor& bias, flo
   constexpr const char* kOp = "layer_norm";
   detail::check_defined(kOp, "x", x);
   const Device device = detail::serving_device(kOp, {{"x", x}, {"weight", weight}, {"bias", bias}});
-  const int64_t features = check_norm_args(kOp, x, weight, bias, device);
+  const int64_t features = detail::check_norm_args(kOp, x, weight, bias, device);
   detail::check_same_dtype(kOp, {{"x", x}, {"weight", weight}, {"bias", bias}});
 
   const Tensor x_c = x.contiguous();

@@ -12,16 +12,7 @@ Tensor rms_norm(const Tensor& x, const Tensor& weight, float eps) {
   constexpr const char* kOp = "rms_norm";
   detail::check_defined(kOp, "x", x);
   const Device device = detail::serving_device(kOp, {{"x", x}, {"weight", weight}});
-  detail::check_float(kOp, "x", x, device);
-  OASR_CHECK(x.dim() >= 1, kInvalidArgument, kOp, ": x must have at least one dimension, got ",
-             shape_str(x.shape()));
-  const int64_t features = x.size(-1);
-  if (weight.defined()) {
-    detail::check_float(kOp, "weight", weight, device);
-    OASR_CHECK(weight.dim() == 1 && weight.size(0) == features, kInvalidArgument, kOp,
-               ": weight must be [", features, "] to match the last dimension of x ",
-               shape_str(x.shape()), ", got ", shape_str(weight.shape()));
-  }
+  const int64_t features = detail::check_norm_args(kOp, x, weight, Tensor(), device);
   detail::check_same_dtype(kOp, {{"x", x}, {"weight", weight}});
   OASR_CHECK(eps >= 0.0f, kInvalidArgument, kOp, ": eps must be >= 0, got ", eps);
 
