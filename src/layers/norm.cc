@@ -15,6 +15,10 @@ LayerNorm::LayerNorm(int64_t dim, float eps, bool affine)
   }
 }
 
+RmsNorm::RmsNorm(int64_t dim, float eps) : Module("RmsNorm"), dim_(dim), eps_(eps) {
+  register_parameter("weight", {dim});
+}
+
 Tensor LayerNorm::weight() const {
   return affine_ ? param("weight") : Tensor();
 }

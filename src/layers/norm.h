@@ -1,5 +1,5 @@
 // Normalisation layers: LayerNorm (with the fused residual variants the
-// encoder blocks use) and BatchNorm1d in inference form.
+// encoder blocks use), RmsNorm and BatchNorm1d in inference form.
 #pragma once
 
 #include <mutex>
@@ -9,6 +9,7 @@
 #include "layers/module.h"
 #include "layers/quantizable.h"
 #include "ops/layer_norm.h"
+#include "ops/rms_norm.h"
 
 namespace oasr::layers {
 
@@ -53,6 +54,19 @@ class LayerNorm : public Module {
   bool affine_;
   std::optional<quant::QDType> output_quant_;
   bool adds_residual_ = false;
+};
+
+// RMSNorm as Llama / Qwen2 define it (ops/rms_norm.h): weight * x /
+// sqrt(mean(x^2) + eps) over the last dimension; one parameter "weight" [dim].
+class RmsNorm : public Module {
+ public:
+  explicit RmsNorm(int64_t dim, float eps = 1e-6f);
+  Tensor forward(const Tensor& x) const { return ops::rms_norm(x, param("weight"), eps_); }
+  int64_t dim() const { return dim_; }
+
+ private:
+  int64_t dim_;
+  float eps_;
 };
 
 // BatchNorm1d at inference: y = (x - running_mean) / sqrt(running_var + eps) * weight + bias,

@@ -19,26 +19,9 @@
 #include "layers/linear.h"
 #include "layers/module.h"
 #include "layers/norm.h"
+#include "models/whisper_encoder_layer.h"
 
 namespace oasr::models {
-
-// HF's WhisperAttention as the shared layer computes it: k_proj (no bias),
-// v_proj, q_proj, out_proj (HF's registration order), the query scaled by
-// head_dim^-0.5 before the product.
-std::shared_ptr<layers::MultiHeadAttention> make_whisper_attention(int64_t dim, int64_t heads);
-
-// x + attn(ln(x)), then + fc2(gelu(fc1(ln(.)))).
-class WhisperEncoderLayer : public Module {
- public:
-  WhisperEncoderLayer(int64_t dim, int64_t heads, int64_t ffn_dim);
-  Tensor forward(const Tensor& x) const;  // [B, T, D]
-
- private:
-  std::shared_ptr<layers::MultiHeadAttention> self_attn_;
-  std::shared_ptr<layers::LayerNorm> self_attn_layer_norm_;
-  layers::FeedForward ffn_;  // fc1, fc2
-  std::shared_ptr<layers::LayerNorm> final_layer_norm_;
-};
 
 // What a decoder step's kernels read on the device instead of taking the
 // host's values when they are launched, so that a recorded device graph

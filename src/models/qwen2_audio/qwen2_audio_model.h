@@ -1,0 +1,116 @@
+// Qwen2AudioModel: Hugging Face's Qwen2AudioForConditionalGeneration at
+// inference, as a Module tree whose parameter paths are its state-dict names
+// ("audio_tower.layers.0.self_attn.q_proj.weight",
+// "multi_modal_projector.linear.weight",
+// "language_model.model.layers.0.mlp.gate_proj.weight",
+// "language_model.lm_head.weight"), so the sharded model-*.safetensors of a
+// save_pretrained directory load strictly, with no conversion:
+//
+//   Qwen2AudioModel model(source.config);
+//   model.load(*source.weights);
+//   std::vector<Tensor> audio = model.encode_audio(mel, frames);  // per utterance
+//   Tensor embeds = model.embed_prompt(ids, audio[b]);            // placeholders filled
+//   layers::KvCache cache = model.make_cache(rows, capacity);
+//   Tensor logits = model.prefill(embeds, cache);                 // [R, vocab], last place
+//   logits = model.step(next_tokens, cache);                      // one token per row
+//
+// The audio tower (Qwen2AudioEncoder) is Whisper's encoder on 128 mel bins
+// with a key mask for the frames past an utterance's end (HF builds it from
+// feature_attention_mask), then AvgPool1d(2, 2) over time and its
+// layer_norm: 3000 mel frames -> 750 audio tokens, of which the first
+// output_length(frames) are the utterance's. multi_modal_projector.linear
+// maps them to the LM's width; they replace the prompt's <|AUDIO|> tokens
+// (expanded to one per audio token) in order. The LM is Qwen2
+// (qwen2_blocks.h) with its final RMSNorm and lm_head (tied to embed_tokens
+// when tie_word_embeddings says so).
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <span>
+#include <vector>
+
+#include "layers/conv.h"
+#include "layers/conv1d.h"
+#include "layers/kv_cache.h"
+#include "layers/linear.h"
+#include "layers/module.h"
+#include "layers/norm.h"
+#include "models/qwen2_audio/qwen2_audio_config.h"
+#include "models/qwen2_audio/qwen2_blocks.h"
+#include "models/whisper_encoder_layer.h"
+
+namespace oasr::models {
+
+class Qwen2AudioEncoder : public Module {
+ public:
+  explicit Qwen2AudioEncoder(const Qwen2AudioEncoderConfig& config);
+
+  // HF's _get_feat_extract_output_lengths: frames after conv2, and audio
+  // tokens after the pooling, of an utterance of `mel_frames` valid frames.
+  static int64_t conv_length(int64_t mel_frames) { return (mel_frames - 1) / 2 + 1; }
+  static int64_t output_length(int64_t mel_frames) { return (conv_length(mel_frames) - 2) / 2 + 1; }
+
+  // mel float32 [B, num_mel_bins, 2 * max_source_positions] (one 30 s
+  // window as WhisperFeatureExtractor pads it); mel_frames[b]: the valid
+  // frames of row b (1 .. 2 * max_source_positions) -> [B,
+  // max_source_positions / 2, d_model]; row b's first output_length(mel_frames[b])
+  // positions are its audio tokens.
+  Tensor forward(const Tensor& mel, std::span<const int64_t> mel_frames) const;
+
+ private:
+  Qwen2AudioEncoderConfig config_;
+  std::shared_ptr<layers::Conv1d> conv1_;
+  std::shared_ptr<layers::Conv1d> conv2_;
+  std::shared_ptr<layers::Embedding> embed_positions_;
+  std::vector<std::shared_ptr<WhisperEncoderLayer>> layers_;
+  std::shared_ptr<layers::LayerNorm> layer_norm_;
+};
+
+class Qwen2AudioModel : public Module {
+ public:
+  // Validates the configuration (kInvalidArgument naming the field).
+  explicit Qwen2AudioModel(const Qwen2AudioConfig& config);
+
+  const Qwen2AudioConfig& config() const { return config_; }
+
+  // Strict load of HF's state-dict names. language_model.lm_head.weight is
+  // optional only when tie_word_embeddings is true (it then shares
+  // embed_tokens); the inverse frequencies of RoPE are computed, not read.
+  void load(const TensorSource& source);
+
+  // The projected audio tokens of each utterance, [output_length(frames[b]),
+  // hidden_size] in the served dtype on the served device.
+  std::vector<Tensor> encode_audio(const Tensor& mel, std::span<const int64_t> mel_frames) const;
+
+  // The LM's input embeddings [n, hidden_size] of prompt `ids`, whose
+  // audio_token_index entries (as many as `audio` has rows: the processor's
+  // expansion) take the rows of `audio` in order. A count that differs is
+  // refused, naming both counts.
+  Tensor embed_prompt(std::span<const int64_t> ids, const Tensor& audio) const;
+
+  // A cache for `rows` sequences of at most capacity_tokens tokens each
+  // (prompt and generated; at most max_position_embeddings).
+  layers::KvCache make_cache(int64_t rows, int64_t capacity_tokens) const;
+
+  // embeds [R, n, hidden_size] take places cache.length() .. + n - 1 of
+  // every row; returns the logits of the last place [R, vocab_size] and
+  // commits the n tokens (a failed call leaves the cache as it was).
+  Tensor prefill(const Tensor& embeds, layers::KvCache& cache) const;
+  // One new token per row (int64 [R]): its logits [R, vocab_size].
+  Tensor step(const Tensor& tokens, layers::KvCache& cache) const;
+
+ private:
+  Tensor run_lm(const Tensor& embeds, layers::KvCache& cache) const;
+
+  Qwen2AudioConfig config_;
+  std::shared_ptr<Qwen2AudioEncoder> audio_tower_;
+  std::shared_ptr<layers::Linear> projector_;
+  std::shared_ptr<layers::Embedding> embed_tokens_;
+  std::vector<std::shared_ptr<Qwen2DecoderLayer>> layers_;
+  std::shared_ptr<layers::RmsNorm> norm_;
+  std::shared_ptr<layers::Linear> lm_head_;
+  Tensor inv_freq_;  // float32 [head_dim / 2] on the CPU; moved per call
+};
+
+}  // namespace oasr::models

@@ -1,0 +1,72 @@
+// The blocks of Hugging Face's Qwen2 language model (modeling_qwen2.py) at
+// inference, with its state-dict names, as Qwen2-Audio's LM uses them:
+//
+//   Qwen2Attention      q_proj / k_proj / v_proj with a bias, o_proj without;
+//                       num_key_value_heads key/value heads shared by groups
+//                       of query heads (GQA); RoPE on queries and keys;
+//                       softmax((q k^T) / sqrt(head_dim)) v, causal.
+//   Qwen2Mlp            down_proj(silu(gate_proj(x)) * up_proj(x)), no biases;
+//                       gate and up are two GEMMs (the seed's rule for a
+//                       quantized gated MLP), silu in gate's epilogue.
+//   Qwen2DecoderLayer   x + attn(input_layernorm(x)), then
+//                       + mlp(post_attention_layernorm(.)), RMSNorm both.
+//
+// Keys and values live in a layers::KvCache of num_key_value_heads heads:
+// a forward appends the new tokens' keys and values (after RoPE) and reads
+// the whole row back.
+#pragma once
+
+#include <memory>
+
+#include "layers/kv_cache.h"
+#include "layers/linear.h"
+#include "layers/module.h"
+#include "layers/norm.h"
+#include "models/qwen2_audio/qwen2_audio_config.h"
+
+namespace oasr::models {
+
+class Qwen2Attention : public Module {
+ public:
+  explicit Qwen2Attention(const Qwen2TextConfig& config);
+
+  // x [R, n, hidden] at positions [R, n] (int64, on x's device); `inv_freq`
+  // float32 [head_dim / 2] on x's device. The n new keys / values go into
+  // `layer` of the cache after its cache.tokens(layer) ones; query i attends
+  // every cached key up to its own place (the keys appended before it in
+  // this call included). Returns [R, n, hidden].
+  Tensor forward(const Tensor& x, const Tensor& positions, const Tensor& inv_freq,
+                 layers::KvCache& cache, int64_t layer) const;
+
+ private:
+  int64_t heads_;
+  int64_t kv_heads_;
+  int64_t head_dim_;
+  float score_scale_;
+  std::shared_ptr<layers::Linear> q_proj_, k_proj_, v_proj_, o_proj_;
+};
+
+class Qwen2Mlp : public Module {
+ public:
+  explicit Qwen2Mlp(const Qwen2TextConfig& config);
+  Tensor forward(const Tensor& x) const;
+
+ private:
+  std::shared_ptr<layers::LinearActivation> gate_proj_;
+  std::shared_ptr<layers::Linear> up_proj_, down_proj_;
+};
+
+class Qwen2DecoderLayer : public Module {
+ public:
+  explicit Qwen2DecoderLayer(const Qwen2TextConfig& config);
+  Tensor forward(const Tensor& x, const Tensor& positions, const Tensor& inv_freq,
+                 layers::KvCache& cache, int64_t layer) const;
+
+ private:
+  std::shared_ptr<layers::RmsNorm> input_layernorm_;
+  std::shared_ptr<Qwen2Attention> self_attn_;
+  std::shared_ptr<layers::RmsNorm> post_attention_layernorm_;
+  std::shared_ptr<Qwen2Mlp> mlp_;
+};
+
+}  // namespace oasr::models
