@@ -14,7 +14,8 @@
 // Adding an architecture is its folder plus its line here.
 #define OASR_BUILTIN_ARCHITECTURES(X) \
   X(u2pp)                             \
-  X(whisper)
+  X(whisper)                          \
+  X(qwen2_audio)
 
 namespace oasr::models {
 

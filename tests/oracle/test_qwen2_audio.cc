@@ -23,6 +23,8 @@
 #include <cmath>
 #include <cstdlib>
 #include <filesystem>
+#include <fstream>
+#include <functional>
 #include <iostream>
 #include <nlohmann/json.hpp>
 #include <span>
@@ -32,6 +34,7 @@
 #include "audio/whisper_mel.h"
 #include "core/error.h"
 #include "decode/byte_bpe_tokenizer.h"
+#include "engine/asr_engine.h"
 #include "io/safetensors.h"
 #include "models/qwen2_audio/qwen2_audio_dir.h"
 #include "models/qwen2_audio/qwen2_audio_model.h"
@@ -175,6 +178,42 @@ TEST(Qwen2AudioOracle, MatchesTransformers) {
   }
 }
 
+// The served path: the architecture registry finds the directory, the
+// shared load sequence builds the model, the recognizer prompts, decodes
+// greedily and detokenizes. Its tokens are the generator's without the
+// final eos, alone and with the other utterance in the batch.
+TEST(Qwen2AudioOracle, EngineTranscribesAsTransformers) {
+  const Case& c = the_case();
+  std::vector<std::vector<float>> waves;
+  std::vector<std::vector<int64_t>> expected_tokens;
+  std::vector<std::string> expected_text;
+  for (const json& u : c.summary.at("utterances")) {
+    const std::string key = u.at("id").get<std::string>();
+    const Tensor audio = c.reference.get(key + ".audio");
+    const auto* samples = static_cast<const float*>(audio.raw_data());
+    waves.emplace_back(samples, samples + audio.numel());
+    std::vector<int64_t> tokens = ids_of(c.reference.get(key + ".greedy"));
+    if (!tokens.empty() && tokens.back() == c.source.generation.eos_token_ids.front()) {
+      tokens.pop_back();
+    }
+    expected_tokens.push_back(tokens);
+    expected_text.push_back(u.at("text").get<std::string>());
+  }
+  for (const int64_t batch : {1, 2}) {
+    SCOPED_TRACE("max_batch_size " + std::to_string(batch));
+    engine::EngineConfig config;
+    config.ckpt_dir = testing::oracle_dir() / "model";
+    config.max_batch_size = batch;
+    const engine::ASREngine asr(config);
+    const std::vector<engine::Transcript> got = asr.transcribe(waves);
+    ASSERT_EQ(got.size(), waves.size());
+    for (size_t i = 0; i < got.size(); ++i) {
+      EXPECT_EQ(got[i].tokens, expected_tokens[i]) << "utterance " << i;
+      EXPECT_EQ(got[i].text, expected_text[i]) << "utterance " << i;
+    }
+  }
+}
+
 TEST(Qwen2AudioOracle, RefusesAMismatchedPlaceholderCount) {
   const Case& c = the_case();
   const int64_t audio_token = c.source.config.audio_token_index;
@@ -187,6 +226,89 @@ TEST(Qwen2AudioOracle, RefusesAMismatchedPlaceholderCount) {
     EXPECT_NE(std::string(e.what()).find("2 audio placeholder tokens"), std::string::npos)
         << e.what();
     EXPECT_NE(std::string(e.what()).find("3 audio tokens"), std::string::npos) << e.what();
+  }
+}
+
+// A copy of the generated directory with one file edited (a JSON edit, or
+// the file removed), and the refusal that loading it must give.
+struct BadDirectory {
+  const char* what;
+  const char* file;
+  std::function<void(json&)> edit;   // empty: remove the file
+  std::vector<const char*> message;  // each must appear in the error
+};
+
+TEST(Qwen2AudioOracle, RefusesBadDirectoriesByName) {
+  const fs::path source = testing::oracle_dir() / "model";
+  const std::vector<BadDirectory> cases = {
+      {"rope scaling",
+       "config.json",
+       [](json& c) {
+         c["text_config"]["rope_scaling"] = {{"type", "yarn"}, {"factor", 4.0}};
+       },
+       {"text_config", "rope_scaling", "yarn"}},
+      {"sliding window",
+       "config.json",
+       [](json& c) { c["text_config"]["use_sliding_window"] = true; },
+       {"use_sliding_window"}},
+      {"another activation",
+       "config.json",
+       [](json& c) { c["text_config"]["hidden_act"] = "gelu"; },
+       {"hidden_act", "\"gelu\"", "silu"}},
+      {"kv heads not dividing",
+       "config.json",
+       [](json& c) { c["text_config"]["num_key_value_heads"] = 3; },
+       {"num_attention_heads 4", "num_key_value_heads 3"}},
+      {"audio token outside the vocabulary",
+       "config.json",
+       [](json& c) { c["audio_token_index"] = 100000; },
+       {"audio_token_index 100000"}},
+      {"a size of the wrong type",
+       "config.json",
+       [](json& c) { c["audio_config"]["d_model"] = "64"; },
+       {"audio_config", "\"d_model\" must be an integer"}},
+      {"more layers than the shards hold",
+       "config.json",
+       [](json& c) { c["text_config"]["num_hidden_layers"] = 3; },
+       {"num_hidden_layers"}},
+      {"another mel count",
+       "preprocessor_config.json",
+       [](json& c) { c["feature_size"] = 80; },
+       {"preprocessor_config.json", "feature_size is 80"}},
+      {"no preprocessor config", "preprocessor_config.json", {}, {"preprocessor_config.json"}},
+      {"no tokenizer", "tokenizer.json", {}, {"tokenizer.json", "missing"}},
+      {"no weights index", "model.safetensors.index.json", {}, {"no weights"}},
+      {"eos outside the vocabulary",
+       "generation_config.json",
+       [](json& c) {
+         c["eos_token_id"] = {400, 5000};
+       },
+       {"eos_token_id 5000"}},
+  };
+  for (const BadDirectory& bad : cases) {
+    SCOPED_TRACE(bad.what);
+    testing::TempDir dir;
+    fs::copy(source, dir.path(), fs::copy_options::recursive);
+    const fs::path file = dir.path() / bad.file;
+    if (bad.edit) {
+      json contents = json::parse(std::ifstream(file));
+      bad.edit(contents);
+      std::ofstream(file) << contents.dump();
+    } else {
+      fs::remove(file);
+    }
+    try {
+      engine::EngineConfig config;
+      config.ckpt_dir = dir.path();
+      const engine::ASREngine asr(config);
+      ADD_FAILURE() << "loaded";
+    } catch (const Error& e) {
+      std::cout << bad.what << ": " << e.what() << "\n";
+      for (const char* part : bad.message) {
+        EXPECT_NE(std::string(e.what()).find(part), std::string::npos)
+            << "missing '" << part << "' in: " << e.what();
+      }
+    }
   }
 }
 

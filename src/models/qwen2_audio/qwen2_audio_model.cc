@@ -106,9 +106,13 @@ Qwen2AudioModel::Qwen2AudioModel(const Qwen2AudioConfig& config)
 
 void Qwen2AudioModel::load(const TensorSource& source) {
   load_state_dict(source);
-  if (!lm_head_->slot("weight").value.defined()) {
-    lm_head_->set_param("weight", embed_tokens_->param("weight"));
-  }
+  tie_output_head();
+}
+
+void Qwen2AudioModel::tie_output_head() {
+  if (lm_head_->slot("weight").value.defined()) return;
+  // The same tensor (shared storage), as HF ties the two parameters.
+  lm_head_->set_param("weight", embed_tokens_->param("weight"));
 }
 
 std::vector<Tensor> Qwen2AudioModel::encode_audio(const Tensor& mel,
@@ -172,6 +176,7 @@ layers::KvCache Qwen2AudioModel::make_cache(int64_t rows, int64_t capacity_token
   layout.capacity_tokens = capacity_tokens;
   layout.dtype = table.dtype();
   layout.device = table.device();
+  layout.fp8 = fp8_kv_cache_;
   return layers::KvCache(layout);
 }
 

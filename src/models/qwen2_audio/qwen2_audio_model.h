@@ -78,6 +78,15 @@ class Qwen2AudioModel : public Module {
   // optional only when tie_word_embeddings is true (it then shares
   // embed_tokens); the inverse frequencies of RoPE are computed, not read.
   void load(const TensorSource& source);
+  // Points lm_head at embed_tokens when no head weight was loaded (load()
+  // calls this; the shared load sequence calls it after its strict load).
+  void tie_output_head();
+
+  // Caches made afterwards store keys and values as e4m3 with one
+  // power-of-two scale per (token, head) (quantization kv_cache=fp8_e4m3;
+  // layers/kv_cache.h).
+  void set_fp8_kv_cache(bool on) { fp8_kv_cache_ = on; }
+  bool fp8_kv_cache() const { return fp8_kv_cache_; }
 
   // The projected audio tokens of each utterance, [output_length(frames[b]),
   // hidden_size] in the served dtype on the served device.
@@ -111,6 +120,7 @@ class Qwen2AudioModel : public Module {
   std::shared_ptr<layers::RmsNorm> norm_;
   std::shared_ptr<layers::Linear> lm_head_;
   Tensor inv_freq_;  // float32 [head_dim / 2] on the CPU; moved per call
+  bool fp8_kv_cache_ = false;
 };
 
 }  // namespace oasr::models
