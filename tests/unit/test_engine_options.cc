@@ -159,7 +159,7 @@ TEST(EngineOptions, ARequestTakesDecodeOptionsOnly) {
 }
 
 // The decode keys are every registered architecture's declarations, in
-// registration order (U2++'s, then Whisper's new ones), between the engine
+// registration order (U2++'s, then Whisper's new ones, then Qwen2-Audio's), between the engine
 // keys and quantization.
 TEST(EngineOptions, KeysAreTheFlagsWithoutDashes) {
   const std::vector<std::string> keys = engine::engine_option_keys();
@@ -184,6 +184,7 @@ TEST(EngineOptions, KeysAreTheFlagsWithoutDashes) {
                                             "compression_ratio_threshold",
                                             "logprob_threshold",
                                             "no_speech_threshold",
+                                            "max_new_tokens",
                                             "quantization",
                                             "quantization_option"}));
 }

@@ -7,6 +7,7 @@
 #include "io/json_file.h"
 #include "io/safetensors.h"
 #include "layers/checkpoint_source.h"
+#include "models/hf_dir.h"
 
 namespace oasr::models {
 namespace {
@@ -67,22 +68,7 @@ void check_preprocessor(const fs::path& path, const Qwen2AudioConfig& config) {
 }  // namespace
 
 std::string qwen2_audio_dir_rejection(const fs::path& dir) {
-  const fs::path config_path = dir / "config.json";
-  if (!is_file(config_path)) {
-    return config_path.string() + " (the Hugging Face model config) is missing";
-  }
-  try {
-    const json config = io::read_json_file(config_path);
-    if (!config.is_object()) return config_path.string() + " is not a JSON object";
-    const auto type = config.find("model_type");
-    if (type == config.end()) return config_path.string() + " has no \"model_type\"";
-    if (*type != kQwen2AudioArchitectureName) {
-      return config_path.string() + "'s model_type is " + type->dump() + ", not \"qwen2_audio\"";
-    }
-  } catch (const std::exception& e) {
-    return e.what();
-  }
-  return "";
+  return hf_model_type_rejection(dir, kQwen2AudioArchitectureName);
 }
 
 bool is_qwen2_audio_dir(const fs::path& dir) {

@@ -18,34 +18,17 @@ std::shared_ptr<Module> container(const char* type_name) {
 
 Qwen2AudioEncoder::Qwen2AudioEncoder(const Qwen2AudioEncoderConfig& config)
     : Module("Qwen2AudioEncoder"), config_(config) {
-  const int64_t d = config.d_model;
-  conv1_ = register_module("conv1", std::make_shared<layers::Conv1d>(
-                                        config.num_mel_bins, d, 3, /*stride=*/1, /*padding=*/1,
-                                        /*bias=*/true, Activation::kGeluErf));
-  conv2_ = register_module("conv2", std::make_shared<layers::Conv1d>(d, d, 3, /*stride=*/2,
-                                                                     /*padding=*/1, /*bias=*/true,
-                                                                     Activation::kGeluErf));
-  embed_positions_ = register_module(
-      "embed_positions", std::make_shared<layers::Embedding>(config.max_source_positions, d));
-  auto list = register_module("layers", container("ModuleList"));
-  for (int64_t i = 0; i < config.encoder_layers; ++i) {
-    layers_.push_back(list->register_module(
-        std::to_string(i), std::make_shared<WhisperEncoderLayer>(d, config.encoder_attention_heads,
-                                                                 config.encoder_ffn_dim)));
-  }
-  layer_norm_ = register_module("layer_norm", std::make_shared<layers::LayerNorm>(d));
+  trunk_ = WhisperEncoderTrunk(
+      *this, {config.num_mel_bins, config.d_model, config.encoder_layers,
+              config.encoder_attention_heads, config.encoder_ffn_dim, config.max_source_positions});
+  layer_norm_ = register_module("layer_norm", std::make_shared<layers::LayerNorm>(config.d_model));
 }
 
 Tensor Qwen2AudioEncoder::forward(const Tensor& mel, std::span<const int64_t> mel_frames) const {
   const int64_t frames = 2 * config_.max_source_positions;
-  OASR_CHECK(mel.defined() && mel.dim() == 3 && mel.size(1) == config_.num_mel_bins &&
-                 mel.size(2) == frames,
-             kInvalidArgument, "Qwen2-Audio audio tower: the log-mel input must be float32 [B, ",
-             config_.num_mel_bins, ", ", frames, "] (one 30 s window, padded as ",
-             "WhisperFeatureExtractor pads it), got ",
-             mel.defined() ? mel.str() : std::string("undefined"));
-  const int64_t batch = mel.size(0);
-  OASR_CHECK(static_cast<int64_t>(mel_frames.size()) == batch, kInvalidArgument,
+  // The shape is the trunk's to check; the batch size only needs a tensor.
+  const int64_t batch = mel.defined() && mel.dim() == 3 ? mel.size(0) : 0;
+  OASR_CHECK(batch == 0 || static_cast<int64_t>(mel_frames.size()) == batch, kInvalidArgument,
              "Qwen2-Audio audio tower: ", mel_frames.size(), " frame counts for a batch of ",
              batch);
   const int64_t positions = config_.max_source_positions;
@@ -59,12 +42,9 @@ Tensor Qwen2AudioEncoder::forward(const Tensor& mel, std::span<const int64_t> me
     for (int64_t t = 0; t < conv_length(valid); ++t)
       keep[static_cast<size_t>(b * positions + t)] = 1;
   }
-  const Tensor& served = embed_positions_->param("weight");
-  const Tensor key_mask = Tensor::from_vector(keep, {batch, 1, 1, positions}).to(served.device());
-  const Tensor input = mel.to(DType::kF32).to(served.dtype()).to(served.device());
-  const Tensor x = conv2_->forward(conv1_->forward(input));  // [B, d, positions]
-  Tensor hidden = ops::add(x.transpose(1, 2).contiguous(), served);
-  for (const auto& layer : layers_) hidden = layer->forward(hidden, key_mask);
+  const Tensor key_mask =
+      Tensor::from_vector(keep, {batch, 1, 1, positions}).to(trunk_.position_table().device());
+  const Tensor hidden = trunk_.forward(mel, key_mask, "Qwen2-Audio audio tower");
   // AvgPool1d(2, stride 2) over time: (even + odd) / 2, as PyTorch sums the
   // window and divides by its size.
   const Tensor pairs = hidden.view({batch, positions / 2, 2, config_.d_model});

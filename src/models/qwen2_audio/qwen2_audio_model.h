@@ -30,8 +30,6 @@
 #include <span>
 #include <vector>
 
-#include "layers/conv.h"
-#include "layers/conv1d.h"
 #include "layers/kv_cache.h"
 #include "layers/linear.h"
 #include "layers/module.h"
@@ -60,10 +58,7 @@ class Qwen2AudioEncoder : public Module {
 
  private:
   Qwen2AudioEncoderConfig config_;
-  std::shared_ptr<layers::Conv1d> conv1_;
-  std::shared_ptr<layers::Conv1d> conv2_;
-  std::shared_ptr<layers::Embedding> embed_positions_;
-  std::vector<std::shared_ptr<WhisperEncoderLayer>> layers_;
+  WhisperEncoderTrunk trunk_;  // conv1, conv2, embed_positions, layers
   std::shared_ptr<layers::LayerNorm> layer_norm_;
 };
 

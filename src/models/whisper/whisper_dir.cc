@@ -11,6 +11,7 @@
 #include "io/safetensors.h"
 #include "io/torch_checkpoint.h"
 #include "layers/checkpoint_source.h"
+#include "models/hf_dir.h"
 #include "models/native_dir.h"
 #include "models/whisper/whisper_convert.h"
 
@@ -277,22 +278,7 @@ bool is_whisper_dir(const fs::path& dir) {
 }
 
 std::string whisper_dir_rejection(const fs::path& dir) {
-  const fs::path config_path = dir / "config.json";
-  if (!is_file(config_path)) {
-    return config_path.string() + " (the Hugging Face model config) is missing";
-  }
-  try {
-    const json config = io::read_json_file(config_path);
-    if (!config.is_object()) return config_path.string() + " is not a JSON object";
-    const auto type = config.find("model_type");
-    if (type == config.end()) return config_path.string() + " has no \"model_type\"";
-    if (*type != "whisper") {
-      return config_path.string() + "'s model_type is " + type->dump() + ", not \"whisper\"";
-    }
-  } catch (const Error& e) {
-    return e.what();
-  }
-  return "";
+  return hf_model_type_rejection(dir, "whisper");
 }
 
 std::map<std::string, int64_t> read_whisper_special_tokens(const WhisperSource& files) {

@@ -18,44 +18,15 @@ std::shared_ptr<Module> container(const char* type_name) {
 
 }  // namespace
 
-WhisperEncoder::WhisperEncoder(const WhisperConfig& config)
-    : Module("WhisperEncoder"), config_(config) {
-  const int64_t d = config.d_model;
-  conv1_ = register_module("conv1", std::make_shared<layers::Conv1d>(
-                                        config.num_mel_bins, d, 3, /*stride=*/1, /*padding=*/1,
-                                        /*bias=*/true, Activation::kGeluErf));
-  conv2_ = register_module("conv2", std::make_shared<layers::Conv1d>(d, d, 3, /*stride=*/2,
-                                                                     /*padding=*/1, /*bias=*/true,
-                                                                     Activation::kGeluErf));
-  embed_positions_ = register_module(
-      "embed_positions", std::make_shared<layers::Embedding>(config.max_source_positions, d));
-  auto list = register_module("layers", container("ModuleList"));
-  for (int64_t i = 0; i < config.encoder_layers; ++i) {
-    layers_.push_back(list->register_module(
-        std::to_string(i), std::make_shared<WhisperEncoderLayer>(d, config.encoder_attention_heads,
-                                                                 config.encoder_ffn_dim)));
-  }
-  layer_norm_ = register_module("layer_norm", std::make_shared<layers::LayerNorm>(d));
+WhisperEncoder::WhisperEncoder(const WhisperConfig& config) : Module("WhisperEncoder") {
+  trunk_ = WhisperEncoderTrunk(
+      *this, {config.num_mel_bins, config.d_model, config.encoder_layers,
+              config.encoder_attention_heads, config.encoder_ffn_dim, config.max_source_positions});
+  layer_norm_ = register_module("layer_norm", std::make_shared<layers::LayerNorm>(config.d_model));
 }
 
 Tensor WhisperEncoder::forward(const Tensor& mel) const {
-  const int64_t frames = 2 * config_.max_source_positions;
-  OASR_CHECK(mel.defined() && mel.dim() == 3 && mel.size(1) == config_.num_mel_bins &&
-                 mel.size(2) == frames,
-             kInvalidArgument, "Whisper encoder: the log-mel input must be float32 [B, ",
-             config_.num_mel_bins, ", ", frames, "] (one 30 s window, padded as ",
-             "WhisperFeatureExtractor pads it), got ",
-             mel.defined() ? mel.str() : std::string("undefined"));
-  // The host's float32 log-mel in the served dtype, on the served device
-  // (converted on the host: half the bytes cross for a 16-bit model). The
-  // position table says which: conv1's weight is int8 under --module-types conv1d.
-  const Tensor& served = embed_positions_->param("weight");
-  const Tensor input = mel.to(DType::kF32).to(served.dtype()).to(served.device());
-  const Tensor x = conv2_->forward(conv1_->forward(input));  // [B, d, T]
-  // [B, d, T] -> [B, T, d], plus the position table (one row per frame).
-  Tensor hidden = ops::add(x.transpose(1, 2).contiguous(), embed_positions_->param("weight"));
-  for (const auto& layer : layers_) hidden = layer->forward(hidden);
-  return layer_norm_->forward(hidden);
+  return layer_norm_->forward(trunk_.forward(mel, Tensor(), "Whisper encoder"));
 }
 
 WhisperDecoder::WhisperDecoder(const WhisperConfig& config)

@@ -46,11 +46,7 @@ class WhisperEncoder : public Module {
   Tensor forward(const Tensor& mel) const;  // [B, n_mels, 2 * max_source_positions] -> [B, T, d]
 
  private:
-  WhisperConfig config_;
-  std::shared_ptr<layers::Conv1d> conv1_;
-  std::shared_ptr<layers::Conv1d> conv2_;
-  std::shared_ptr<layers::Embedding> embed_positions_;
-  std::vector<std::shared_ptr<WhisperEncoderLayer>> layers_;
+  WhisperEncoderTrunk trunk_;  // conv1, conv2, embed_positions, layers
   std::shared_ptr<layers::LayerNorm> layer_norm_;
 };
 
