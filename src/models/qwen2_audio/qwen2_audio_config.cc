@@ -1,5 +1,7 @@
 #include "models/qwen2_audio/qwen2_audio_config.h"
 
+#include <type_traits>
+
 #include "core/error.h"
 
 namespace oasr::models {
@@ -7,29 +9,26 @@ namespace {
 
 using json = nlohmann::json;
 
-// The optional integer `key` of `object` into `out` (HF's default stays when absent).
-void read_int(const json& object, const char* key, int64_t& out, const std::string& what) {
+// The optional field `key` of `object` into `out` (HF's default stays when
+// absent or null): an integer, a number or a boolean as `out` is.
+template <class T>
+void read_field(const json& object, const char* key, T& out, const std::string& what) {
   if (!object.contains(key) || object.at(key).is_null()) return;
   const json& value = object.at(key);
-  OASR_CHECK(value.is_number_integer(), kCorruptFile, what, ": \"", key,
-             "\" must be an integer, not ", value.dump());
-  out = value.get<int64_t>();
-}
-
-void read_number(const json& object, const char* key, double& out, const std::string& what) {
-  if (!object.contains(key) || object.at(key).is_null()) return;
-  const json& value = object.at(key);
-  OASR_CHECK(value.is_number(), kCorruptFile, what, ": \"", key, "\" must be a number, not ",
-             value.dump());
-  out = value.get<double>();
-}
-
-void read_bool(const json& object, const char* key, bool& out, const std::string& what) {
-  if (!object.contains(key) || object.at(key).is_null()) return;
-  const json& value = object.at(key);
-  OASR_CHECK(value.is_boolean(), kCorruptFile, what, ": \"", key, "\" must be true or false, not ",
-             value.dump());
-  out = value.get<bool>();
+  bool fits = false;
+  const char* kind = nullptr;
+  if constexpr (std::is_same_v<T, bool>) {
+    fits = value.is_boolean();
+    kind = "true or false";
+  } else if constexpr (std::is_integral_v<T>) {
+    fits = value.is_number_integer();
+    kind = "an integer";
+  } else {
+    fits = value.is_number();
+    kind = "a number";
+  }
+  OASR_CHECK(fits, kCorruptFile, what, ": \"", key, "\" must be ", kind, ", not ", value.dump());
+  out = value.get<T>();
 }
 
 // A string field that, when present, must equal the one value oasr builds.
@@ -64,7 +63,7 @@ Qwen2AudioConfig Qwen2AudioConfig::from_hf_json(const json& config, const std::s
       config.contains("model_type") ? config.at("model_type").dump() : "missing",
       ", not \"qwen2_audio\"; this reader loads Qwen2-Audio checkpoints only");
   Qwen2AudioConfig out;
-  read_int(config, "audio_token_index", out.audio_token_index, what);
+  read_field(config, "audio_token_index", out.audio_token_index, what);
 
   const std::string audio_what = what + " audio_config";
   const json& audio = section(config, "audio_config", what);
@@ -72,14 +71,14 @@ Qwen2AudioConfig Qwen2AudioConfig::from_hf_json(const json& config, const std::s
                 "the audio tower Qwen2-Audio's checkpoints carry");
   expect_string(audio, "activation_function", "gelu", audio_what,
                 "the exact erf GELU of the published tower");
-  read_int(audio, "num_mel_bins", out.audio.num_mel_bins, audio_what);
-  read_int(audio, "d_model", out.audio.d_model, audio_what);
-  read_int(audio, "encoder_layers", out.audio.encoder_layers, audio_what);
-  read_int(audio, "encoder_attention_heads", out.audio.encoder_attention_heads, audio_what);
-  read_int(audio, "encoder_ffn_dim", out.audio.encoder_ffn_dim, audio_what);
-  read_int(audio, "max_source_positions", out.audio.max_source_positions, audio_what);
+  read_field(audio, "num_mel_bins", out.audio.num_mel_bins, audio_what);
+  read_field(audio, "d_model", out.audio.d_model, audio_what);
+  read_field(audio, "encoder_layers", out.audio.encoder_layers, audio_what);
+  read_field(audio, "encoder_attention_heads", out.audio.encoder_attention_heads, audio_what);
+  read_field(audio, "encoder_ffn_dim", out.audio.encoder_ffn_dim, audio_what);
+  read_field(audio, "max_source_positions", out.audio.max_source_positions, audio_what);
   bool scale_embedding = false;
-  read_bool(audio, "scale_embedding", scale_embedding, audio_what);
+  read_field(audio, "scale_embedding", scale_embedding, audio_what);
   OASR_CHECK(!scale_embedding, kUnsupported, audio_what,
              ": scale_embedding is true; Qwen2-Audio's tower never scales its input (HF builds "
              "the factor and does not apply it), so a checkpoint asking for it is not one oasr "
@@ -89,27 +88,27 @@ Qwen2AudioConfig Qwen2AudioConfig::from_hf_json(const json& config, const std::s
   const json& text = section(config, "text_config", what);
   expect_string(text, "model_type", "qwen2", text_what, "Qwen2-Audio's language model is Qwen2");
   expect_string(text, "hidden_act", "silu", text_what, "the SwiGLU MLP of Qwen2");
-  read_int(text, "vocab_size", out.text.vocab_size, text_what);
-  read_int(text, "hidden_size", out.text.hidden_size, text_what);
-  read_int(text, "intermediate_size", out.text.intermediate_size, text_what);
-  read_int(text, "num_hidden_layers", out.text.num_hidden_layers, text_what);
-  read_int(text, "num_attention_heads", out.text.num_attention_heads, text_what);
+  read_field(text, "vocab_size", out.text.vocab_size, text_what);
+  read_field(text, "hidden_size", out.text.hidden_size, text_what);
+  read_field(text, "intermediate_size", out.text.intermediate_size, text_what);
+  read_field(text, "num_hidden_layers", out.text.num_hidden_layers, text_what);
+  read_field(text, "num_attention_heads", out.text.num_attention_heads, text_what);
   out.text.num_key_value_heads = out.text.num_attention_heads;  // HF's rule for null
   if (text.contains("num_key_value_heads") && !text.at("num_key_value_heads").is_null()) {
-    read_int(text, "num_key_value_heads", out.text.num_key_value_heads, text_what);
+    read_field(text, "num_key_value_heads", out.text.num_key_value_heads, text_what);
   } else if (!text.contains("num_key_value_heads")) {
     out.text.num_key_value_heads = 32;  // Qwen2Config's default when the key is absent
   }
-  read_int(text, "max_position_embeddings", out.text.max_position_embeddings, text_what);
-  read_number(text, "rms_norm_eps", out.text.rms_norm_eps, text_what);
-  read_number(text, "rope_theta", out.text.rope_theta, text_what);
-  read_bool(text, "tie_word_embeddings", out.text.tie_word_embeddings, text_what);
+  read_field(text, "max_position_embeddings", out.text.max_position_embeddings, text_what);
+  read_field(text, "rms_norm_eps", out.text.rms_norm_eps, text_what);
+  read_field(text, "rope_theta", out.text.rope_theta, text_what);
+  read_field(text, "tie_word_embeddings", out.text.tie_word_embeddings, text_what);
   OASR_CHECK(!text.contains("rope_scaling") || text.at("rope_scaling").is_null(), kUnsupported,
              text_what, ": rope_scaling is ",
              text.contains("rope_scaling") ? text.at("rope_scaling").dump() : "",
              "; oasr applies Qwen2's default RoPE only (Qwen2-Audio's checkpoints set none)");
   bool sliding = false;
-  read_bool(text, "use_sliding_window", sliding, text_what);
+  read_field(text, "use_sliding_window", sliding, text_what);
   OASR_CHECK(!sliding, kUnsupported, text_what,
              ": use_sliding_window is true; oasr's Qwen2 attends the whole context (as "
              "Qwen2-Audio's checkpoints do)");
