@@ -72,14 +72,18 @@ const Tensor& WhisperEncoderTrunk::position_table() const {
   return embed_positions_->param("weight");
 }
 
-Tensor WhisperEncoderTrunk::forward(const Tensor& mel, const Tensor& key_mask,
-                                    const char* what) const {
+void WhisperEncoderTrunk::check_input(const Tensor& mel, const char* what) const {
   const int64_t frames = 2 * spec_.max_source_positions;
   OASR_CHECK(
       mel.defined() && mel.dim() == 3 && mel.size(1) == spec_.num_mel_bins && mel.size(2) == frames,
       kInvalidArgument, what, ": the log-mel input must be float32 [B, ", spec_.num_mel_bins, ", ",
       frames, "] (one 30 s window, padded as ", "WhisperFeatureExtractor pads it), got ",
       mel.defined() ? mel.str() : std::string("undefined"));
+}
+
+Tensor WhisperEncoderTrunk::forward(const Tensor& mel, const Tensor& key_mask,
+                                    const char* what) const {
+  check_input(mel, what);
   // The host's float32 log-mel in the served dtype, on the served device
   // (converted on the host: half the bytes cross for a 16-bit model). The
   // position table says which: conv1's weight is int8 under --module-types conv1d.

@@ -68,6 +68,9 @@ class WhisperEncoderTrunk {
   // max_source_positions, d_model] (before the owner's norm). key_mask:
   // WhisperEncoderLayer's. `what` names the encoder in a refusal.
   Tensor forward(const Tensor& mel, const Tensor& key_mask, const char* what) const;
+  // forward()'s refusal of a log-mel of another shape (kInvalidArgument),
+  // for an owner that reads the batch size before calling it.
+  void check_input(const Tensor& mel, const char* what) const;
   // The served device and dtype (the position table's).
   const Tensor& position_table() const;
 

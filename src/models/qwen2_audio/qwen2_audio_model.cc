@@ -25,10 +25,11 @@ Qwen2AudioEncoder::Qwen2AudioEncoder(const Qwen2AudioEncoderConfig& config)
 }
 
 Tensor Qwen2AudioEncoder::forward(const Tensor& mel, std::span<const int64_t> mel_frames) const {
+  constexpr const char* kWhat = "Qwen2-Audio audio tower";
+  trunk_.check_input(mel, kWhat);
   const int64_t frames = 2 * config_.max_source_positions;
-  // The shape is the trunk's to check; the batch size only needs a tensor.
-  const int64_t batch = mel.defined() && mel.dim() == 3 ? mel.size(0) : 0;
-  OASR_CHECK(batch == 0 || static_cast<int64_t>(mel_frames.size()) == batch, kInvalidArgument,
+  const int64_t batch = mel.size(0);
+  OASR_CHECK(static_cast<int64_t>(mel_frames.size()) == batch, kInvalidArgument,
              "Qwen2-Audio audio tower: ", mel_frames.size(), " frame counts for a batch of ",
              batch);
   const int64_t positions = config_.max_source_positions;
@@ -44,7 +45,7 @@ Tensor Qwen2AudioEncoder::forward(const Tensor& mel, std::span<const int64_t> me
   }
   const Tensor key_mask =
       Tensor::from_vector(keep, {batch, 1, 1, positions}).to(trunk_.position_table().device());
-  const Tensor hidden = trunk_.forward(mel, key_mask, "Qwen2-Audio audio tower");
+  const Tensor hidden = trunk_.forward(mel, key_mask, kWhat);
   // AvgPool1d(2, stride 2) over time: (even + odd) / 2, as PyTorch sums the
   // window and divides by its size.
   const Tensor pairs = hidden.view({batch, positions / 2, 2, config_.d_model});
@@ -160,7 +161,7 @@ layers::KvCache Qwen2AudioModel::make_cache(int64_t rows, int64_t capacity_token
   return layers::KvCache(layout);
 }
 
-Tensor Qwen2AudioModel::run_lm(const Tensor& embeds, layers::KvCache& cache) const {
+Tensor Qwen2AudioModel::prefill(const Tensor& embeds, layers::KvCache& cache) const {
   OASR_CHECK(embeds.defined() && embeds.dim() == 3 && embeds.size(0) == cache.rows() &&
                  embeds.size(2) == config_.text.hidden_size,
              kInvalidArgument, "Qwen2-Audio LM: the input embeddings must be [", cache.rows(),
@@ -176,12 +177,14 @@ Tensor Qwen2AudioModel::run_lm(const Tensor& embeds, layers::KvCache& cache) con
     for (int64_t i = 0; i < n; ++i) places[static_cast<size_t>(r * n + i)] = start + i;
   }
   const Device device = embeds.device();
-  const Tensor positions = Tensor::from_vector(places, {rows, n}).to(device);
-  const Tensor inv_freq = inv_freq_.to(device);
+  Qwen2Places where;
+  where.positions = Tensor::from_vector(places, {rows, n}).to(device);
+  where.inv_freq = inv_freq_.to(device);
+  if (n > 1) where.causal_mask = qwen2_causal_mask(n, start, device);
   Tensor hidden = embeds;
   try {
     for (size_t l = 0; l < layers_.size(); ++l) {
-      hidden = layers_[l]->forward(hidden, positions, inv_freq, cache, static_cast<int64_t>(l));
+      hidden = layers_[l]->forward(hidden, where, cache, static_cast<int64_t>(l));
     }
   } catch (...) {
     cache.rollback();
@@ -192,17 +195,13 @@ Tensor Qwen2AudioModel::run_lm(const Tensor& embeds, layers::KvCache& cache) con
   return lm_head_->forward(norm_->forward(hidden.select(1, n - 1).contiguous()));
 }
 
-Tensor Qwen2AudioModel::prefill(const Tensor& embeds, layers::KvCache& cache) const {
-  return run_lm(embeds, cache);
-}
-
 Tensor Qwen2AudioModel::step(const Tensor& tokens, layers::KvCache& cache) const {
   OASR_CHECK(tokens.defined() && tokens.dim() == 1 && tokens.size(0) == cache.rows(),
              kInvalidArgument, "Qwen2-Audio LM step: one token per cache row (", cache.rows(),
              "), got ", tokens.defined() ? tokens.str() : std::string("undefined"));
   const Tensor& table = embed_tokens_->param("weight");
-  return run_lm(embed_tokens_->forward(tokens.to(DType::kI64).to(table.device()).unsqueeze(1)),
-                cache);
+  return prefill(embed_tokens_->forward(tokens.to(DType::kI64).to(table.device()).unsqueeze(1)),
+                 cache);
 }
 
 }  // namespace oasr::models

@@ -105,8 +105,6 @@ class Qwen2AudioModel : public Module {
   Tensor step(const Tensor& tokens, layers::KvCache& cache) const;
 
  private:
-  Tensor run_lm(const Tensor& embeds, layers::KvCache& cache) const;
-
   Qwen2AudioConfig config_;
   std::shared_ptr<Qwen2AudioEncoder> audio_tower_;
   std::shared_ptr<layers::Linear> projector_;

@@ -53,8 +53,8 @@ Qwen2AudioRecognizer::Qwen2AudioRecognizer(models::Qwen2AudioSource source,
   prompt_ = tokenizer_.encode(kQwen2AudioAsrPrompt);
   OASR_CHECK(std::count(prompt_.begin(), prompt_.end(), audio_token) == 1, kCorruptFile,
              source_.tokenizer_path.string(),
-             ": the ASR prompt does not tokenize to one <|AUDIO|> ", "token of id ", audio_token,
-             " (config.json audio_token_index); the tokenizer ", "and the model config disagree");
+             ": the ASR prompt does not tokenize to one <|AUDIO|> token of id ", audio_token,
+             " (config.json audio_token_index); the tokenizer and the model config disagree");
   models::MaterializedQwen2Audio loaded =
       models::materialize_qwen2_audio_model(source_, quantization, options);
   model_ = std::move(loaded.model);

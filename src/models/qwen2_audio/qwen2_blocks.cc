@@ -9,10 +9,8 @@
 #include "ops/softmax.h"
 
 namespace oasr::models {
-namespace {
 
-// keep[i][t] = 1 where query i (at place past + i) may read key t: t <= past + i.
-Tensor causal_mask(int64_t queries, int64_t past, Device device) {
+Tensor qwen2_causal_mask(int64_t queries, int64_t past, Device device) {
   const int64_t keys = past + queries;
   std::vector<uint8_t> keep(static_cast<size_t>(queries * keys), 0);
   for (int64_t i = 0; i < queries; ++i) {
@@ -20,8 +18,6 @@ Tensor causal_mask(int64_t queries, int64_t past, Device device) {
   }
   return Tensor::from_vector(keep, {queries, keys}).to(device);
 }
-
-}  // namespace
 
 Qwen2Attention::Qwen2Attention(const Qwen2TextConfig& config)
     : Module("Qwen2Attention"),
@@ -41,16 +37,15 @@ Qwen2Attention::Qwen2Attention(const Qwen2TextConfig& config)
                             std::make_shared<layers::Linear>(heads_ * head_dim_, hidden, false));
 }
 
-Tensor Qwen2Attention::forward(const Tensor& x, const Tensor& positions, const Tensor& inv_freq,
-                               layers::KvCache& cache, int64_t layer) const {
+Tensor Qwen2Attention::forward(const Tensor& x, const Qwen2Places& where, layers::KvCache& cache,
+                               int64_t layer) const {
   const int64_t rows = x.size(0);
   const int64_t n = x.size(1);
   const int64_t group = heads_ / kv_heads_;
-  const int64_t past = cache.tokens(layer);
   const Tensor q = ops::rotary_embedding(q_proj_->forward(x).view({rows, n, heads_, head_dim_}),
-                                         positions, inv_freq);
+                                         where.positions, where.inv_freq);
   const Tensor k = ops::rotary_embedding(k_proj_->forward(x).view({rows, n, kv_heads_, head_dim_}),
-                                         positions, inv_freq);
+                                         where.positions, where.inv_freq);
   const Tensor v = v_proj_->forward(x).view({rows, n, kv_heads_, head_dim_});
   cache.append(layer, k, v);
   const layers::KvCache::View kv = cache.read(layer);  // [R, KV, T, d]
@@ -63,8 +58,9 @@ Tensor Qwen2Attention::forward(const Tensor& x, const Tensor& positions, const T
   const Tensor scores =
       ops::scale(ops::matmul(grouped_q, kv.keys, /*transpose_b=*/true), score_scale_)
           .view({rows, heads_, n, keys});
-  const Tensor probs = n == 1 ? ops::softmax(scores, -1)
-                              : ops::masked_softmax(scores, causal_mask(n, past, x.device()), -1);
+  const Tensor probs = where.causal_mask.defined()
+                           ? ops::masked_softmax(scores, where.causal_mask, -1)
+                           : ops::softmax(scores, -1);
   const Tensor context =
       ops::matmul(probs.view({rows, kv_heads_, group * n, keys}), kv.values)  // [R, KV, g n, d]
           .view({rows, heads_, n, head_dim_})
@@ -98,10 +94,10 @@ Qwen2DecoderLayer::Qwen2DecoderLayer(const Qwen2TextConfig& config) : Module("Qw
       "post_attention_layernorm", std::make_shared<layers::RmsNorm>(config.hidden_size, eps));
 }
 
-Tensor Qwen2DecoderLayer::forward(const Tensor& x, const Tensor& positions, const Tensor& inv_freq,
-                                  layers::KvCache& cache, int64_t layer) const {
-  const Tensor attended = ops::add(
-      x, self_attn_->forward(input_layernorm_->forward(x), positions, inv_freq, cache, layer));
+Tensor Qwen2DecoderLayer::forward(const Tensor& x, const Qwen2Places& where, layers::KvCache& cache,
+                                  int64_t layer) const {
+  const Tensor attended =
+      ops::add(x, self_attn_->forward(input_layernorm_->forward(x), where, cache, layer));
   return ops::add(attended, mlp_->forward(post_attention_layernorm_->forward(attended)));
 }
 

@@ -26,17 +26,27 @@
 
 namespace oasr::models {
 
+// Where a forward's n new tokens of every row sit, made once per forward and
+// read by every layer.
+struct Qwen2Places {
+  Tensor positions;    // int64 [R, n]: each token's place in its sequence
+  Tensor inv_freq;     // float32 [head_dim / 2], RoPE's frequencies
+  Tensor causal_mask;  // uint8 [n, past + n] (qwen2_causal_mask); undefined for n = 1
+};
+
+// keep[i][t] = 1 where new token i (at place past + i) may read key t: t <= past + i.
+Tensor qwen2_causal_mask(int64_t new_tokens, int64_t past, Device device);
+
 class Qwen2Attention : public Module {
  public:
   explicit Qwen2Attention(const Qwen2TextConfig& config);
 
-  // x [R, n, hidden] at positions [R, n] (int64, on x's device); `inv_freq`
-  // float32 [head_dim / 2] on x's device. The n new keys / values go into
-  // `layer` of the cache after its cache.tokens(layer) ones; query i attends
-  // every cached key up to its own place (the keys appended before it in
-  // this call included). Returns [R, n, hidden].
-  Tensor forward(const Tensor& x, const Tensor& positions, const Tensor& inv_freq,
-                 layers::KvCache& cache, int64_t layer) const;
+  // x [R, n, hidden] at `where` (its tensors on x's device). The n new keys /
+  // values go into `layer` of the cache after its cache.tokens(layer) ones;
+  // query i attends every cached key up to its own place (the keys appended
+  // before it in this call included). Returns [R, n, hidden].
+  Tensor forward(const Tensor& x, const Qwen2Places& where, layers::KvCache& cache,
+                 int64_t layer) const;
 
  private:
   int64_t heads_;
@@ -59,8 +69,8 @@ class Qwen2Mlp : public Module {
 class Qwen2DecoderLayer : public Module {
  public:
   explicit Qwen2DecoderLayer(const Qwen2TextConfig& config);
-  Tensor forward(const Tensor& x, const Tensor& positions, const Tensor& inv_freq,
-                 layers::KvCache& cache, int64_t layer) const;
+  Tensor forward(const Tensor& x, const Qwen2Places& where, layers::KvCache& cache,
+                 int64_t layer) const;
 
  private:
   std::shared_ptr<layers::RmsNorm> input_layernorm_;
