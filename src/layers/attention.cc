@@ -298,15 +298,16 @@ Tensor MultiHeadAttention::in_place_attention(const Tensor& q, const Tensor& key
                                               bool causal, const Tensor& key_rows,
                                               const Tensor& past_tokens) const {
   if (!env::fused_attention_enabled() || scaling_ != ScoreScaling::kQuery) return Tensor();
-  ops::CachedAttentionInputs in{q.view({q.size(0), q.size(1), heads_, head_dim_}),
-                                keys,
-                                values,
-                                key_scales,
-                                value_scales,
-                                key_count,
-                                causal,
-                                key_rows,
-                                past_tokens};
+  ops::CachedAttentionInputs in;
+  in.query = q.view({q.size(0), q.size(1), heads_, head_dim_});
+  in.keys = keys;
+  in.values = values;
+  in.key_scales = key_scales;
+  in.value_scales = value_scales;
+  in.key_count = key_count;
+  in.causal = causal;
+  in.key_rows = key_rows;
+  in.past_tokens = past_tokens;
   if (!ops::cached_attention_fusable(in)) return Tensor();  // e.g. off CUDA
   return out_->forward(ops::cached_attention(in));
 }

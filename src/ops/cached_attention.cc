@@ -21,12 +21,16 @@ using act::detail::fma_rn;
 using act::detail::mul_rn;
 using act::detail::sub_rn;
 
-constexpr int64_t kFusedHeadDim = 64;
 // The definition's interleaved groups of the weighted sum.
 constexpr int64_t kValueGroups = 8;
 // The kernel keeps a query's scores in shared memory: 4 bytes a key next to
-// 2436 bytes of its own, under the 48 KiB a block gets without opting in.
-constexpr int64_t kFusedMaxKeys = 11264;
+// at most 2436 (d <= 64) or 4740 (d = 128) bytes of its own, under the 48 KiB
+// a block gets without opting in. Head sizes 16, 32, 64 and 128 are compiled.
+int64_t fused_max_keys(int64_t head_dim) {
+  if (head_dim == 16 || head_dim == 32 || head_dim == 64) return 11264;
+  if (head_dim == 128) return 10240;
+  return 0;
+}
 
 bool served(DType dtype) {
   return dtype == DType::kF32 || dtype == DType::kF16 || dtype == DType::kBF16;
@@ -98,32 +102,59 @@ int64_t seen_keys(const CachedAttentionInputs& in) {
   return std::clamp<int64_t>(past + n, n, in.key_count);
 }
 
+// Query row r's L (checked against [n or 1, key_count] by the refusal).
+int64_t row_keys(const CachedAttentionInputs& in, int64_t r) {
+  if (!in.key_counts.defined()) return seen_keys(in);
+  return in.key_counts.data<int32_t>()[r];
+}
+
+// Where key j of query row r lives: (store row or pool block, token).
+struct Place {
+  int64_t b, t;
+};
+
+Place place(const CachedAttentionInputs& in, int64_t r, int64_t per_key_row, int64_t j) {
+  if (in.block_table.defined()) {
+    const auto& ts = in.block_table.strides();
+    const int64_t block = in.block_table.data<int32_t>()[r * ts[0] + (j / in.block_size) * ts[1]];
+    return {block, j % in.block_size};
+  }
+  const int64_t b = in.key_rows.defined() ? in.key_rows.data<int64_t>()[r] : r / per_key_row;
+  return {b, j};
+}
+
 void cached_attention_cpu(const CachedAttentionInputs& in, Tensor& out) {
   const Tensor& q = in.query;
   const DType dtype = q.dtype();
   const int64_t rows = q.size(0), n = q.size(1), heads = q.size(2), d = q.size(3);
-  const int64_t per_key_row = rows / in.keys.size(0);
-  const int64_t key_count = seen_keys(in);
+  const int64_t per_key_row =
+      in.block_table.defined() ? 1 : std::max<int64_t>(rows / in.keys.size(0), 1);
+  const int64_t group = heads / in.keys.size(2);
   const Operand keys{in.keys, in.key_scales, dtype};
   const Operand values{in.values, in.value_scales, dtype};
   const auto& qs = q.strides();
   std::vector<float> query(static_cast<size_t>(d));
-  std::vector<float> e(static_cast<size_t>(key_count));
+  std::vector<float> e(static_cast<size_t>(in.key_count));
+  std::vector<Place> places(static_cast<size_t>(in.key_count));
   std::vector<std::vector<float>> groups(kValueGroups, std::vector<float>(static_cast<size_t>(d)));
   for (int64_t r = 0; r < rows; ++r) {
-    const int64_t b = in.key_rows.defined() ? in.key_rows.data<int64_t>()[r] : r / per_key_row;
+    const int64_t key_count = row_keys(in, r);
+    for (int64_t j = 0; j < key_count; ++j)
+      places[static_cast<size_t>(j)] = place(in, r, per_key_row, j);
     for (int64_t i = 0; i < n; ++i) {
       const int64_t seen = in.causal ? key_count - n + i + 1 : key_count;
       for (int64_t h = 0; h < heads; ++h) {
+        const int64_t kv = h / group;
         for (int64_t c = 0; c < d; ++c) {
           query[static_cast<size_t>(c)] =
               load_served(q.raw_data(), dtype, r * qs[0] + i * qs[1] + h * qs[2] + c * qs[3]);
         }
         float m = -std::numeric_limits<float>::infinity();
         for (int64_t j = 0; j < seen; ++j) {
+          const Place p = places[static_cast<size_t>(j)];
           float s = 0.0f;
           for (int64_t c = 0; c < d; ++c) {
-            s = fma_rn(query[static_cast<size_t>(c)], keys.at(b, j, h, c), s);
+            s = fma_rn(query[static_cast<size_t>(c)], keys.at(p.b, p.t, kv, c), s);
           }
           e[static_cast<size_t>(j)] = s;
           m = std::max(m, s);
@@ -142,9 +173,10 @@ void cached_attention_cpu(const CachedAttentionInputs& in, Tensor& out) {
         for (std::vector<float>& a : groups) std::fill(a.begin(), a.end(), 0.0f);
         for (int64_t j = 0; j < seen; ++j) {
           std::vector<float>& a = groups[static_cast<size_t>(j % kValueGroups)];
+          const Place p = places[static_cast<size_t>(j)];
           for (int64_t c = 0; c < d; ++c) {
-            a[static_cast<size_t>(c)] =
-                fma_rn(e[static_cast<size_t>(j)], values.at(b, j, h, c), a[static_cast<size_t>(c)]);
+            a[static_cast<size_t>(c)] = fma_rn(
+                e[static_cast<size_t>(j)], values.at(p.b, p.t, kv, c), a[static_cast<size_t>(c)]);
           }
         }
         for (int64_t c = 0; c < d; ++c) {
@@ -172,6 +204,59 @@ bool aligned16(const Tensor& t) {
 
 }  // namespace
 
+namespace {
+
+std::string int_vector_refusal(const Tensor& t, const char* name, DType dtype, int64_t rows,
+                               const Tensor& q) {
+  if (t.dtype() != dtype || t.dim() != 1 || t.size(0) != rows || !t.is_contiguous() ||
+      t.device() != q.device()) {
+    return std::string(name) + " must be a contiguous " + dtype_name(dtype) + " [" +
+           std::to_string(rows) + "] on the query's device";
+  }
+  return {};
+}
+
+// The paged form's table and counts; on the CPU also the values the rows read.
+std::string paged_refusal(const CachedAttentionInputs& in) {
+  const Tensor& q = in.query;
+  const int64_t rows = q.size(0);
+  const Tensor& table = in.block_table;
+  if (in.key_rows.defined() || in.past_tokens.defined()) {
+    return "a block table goes without key_rows and past_tokens (key_counts gives each row's "
+           "count)";
+  }
+  if (table.dtype() != DType::kI32 || table.dim() != 2 || table.size(0) != rows ||
+      table.device() != q.device() || table.strides()[1] != 1) {
+    return "block_table must be an int32 [" + std::to_string(rows) +
+           ", blocks] with blocks contiguous on the query's device";
+  }
+  if (in.block_size < 1 || in.keys.size(1) != in.block_size) {
+    return "block_size (" + std::to_string(in.block_size) + ") must be the pool's block size (" +
+           std::to_string(in.keys.size(1)) + ")";
+  }
+  if (table.size(1) * in.block_size < in.key_count) {
+    return "the block table's " + std::to_string(table.size(1)) + " blocks of " +
+           std::to_string(in.block_size) + " hold fewer than key_count (" +
+           std::to_string(in.key_count) + ") keys";
+  }
+  if (!q.device().is_cpu()) return {};
+  const int64_t pool = in.keys.size(0);
+  for (int64_t r = 0; r < rows; ++r) {
+    const int64_t count = in.key_counts.defined() ? in.key_counts.data<int32_t>()[r] : in.key_count;
+    for (int64_t k = 0; k * in.block_size < std::min(count, in.key_count); ++k) {
+      const int64_t block = table.data<int32_t>()[r * table.strides()[0] + k];
+      if (block < 0 || block >= pool) {
+        return "block_table[" + std::to_string(r) + ", " + std::to_string(k) +
+               "] = " + std::to_string(block) + " is not a pool block (0.." +
+               std::to_string(pool - 1) + ")";
+      }
+    }
+  }
+  return {};
+}
+
+}  // namespace
+
 std::string cached_attention_refusal(const CachedAttentionInputs& in) {
   if (!in.query.defined() || !in.keys.defined() || !in.values.defined()) {
     return "query, keys and values must be defined";
@@ -182,25 +267,32 @@ std::string cached_attention_refusal(const CachedAttentionInputs& in) {
     return "query, keys and values must be [rows, steps, heads, head_dim]";
   }
   const int64_t rows = q.size(0), n = q.size(1), heads = q.size(2), d = q.size(3);
+  const bool paged = in.block_table.defined();
   const int64_t key_rows = in.keys.size(0);
-  if (key_rows < 1 || (!in.key_rows.defined() && rows % key_rows != 0)) {
+  const int64_t kv_heads = in.keys.size(2);
+  if (kv_heads < 1 || heads % kv_heads != 0) {
+    return "the key heads (" + std::to_string(kv_heads) + ") must divide the query heads (" +
+           std::to_string(heads) + ")";
+  }
+  if (!paged && (key_rows < 1 || (!in.key_rows.defined() && rows % key_rows != 0))) {
     return "the query rows (" + std::to_string(rows) + ") must be a multiple of the key rows (" +
            std::to_string(key_rows) + ")";
   }
+  const int64_t tokens = paged ? in.keys.size(1) : in.key_count;  // paged: the block size
   for (const Tensor* t : {&in.keys, &in.values}) {
-    if (t->size(0) != key_rows || t->size(2) != heads || t->size(3) != d ||
-        t->size(1) < in.key_count) {
+    if (t->size(0) != key_rows || t->size(2) != kv_heads || t->size(3) != d ||
+        t->size(1) < tokens) {
       return "keys and values must be [" + std::to_string(key_rows) +
-             ", >= " + std::to_string(in.key_count) + ", " + std::to_string(heads) + ", " +
+             ", >= " + std::to_string(tokens) + ", " + std::to_string(kv_heads) + ", " +
              std::to_string(d) + "], got " + shape_str(t->shape());
     }
     if (t->device() != q.device()) return "keys and values must be on the query's device";
   }
-  if (in.key_rows.defined() && (in.key_rows.dtype() != DType::kI64 || in.key_rows.dim() != 1 ||
-                                in.key_rows.size(0) != rows || !in.key_rows.is_contiguous() ||
-                                in.key_rows.device() != q.device())) {
-    return "key_rows must be a contiguous int64 [" + std::to_string(rows) +
-           "] on the query's device";
+  if (in.key_rows.defined()) {
+    if (std::string why = int_vector_refusal(in.key_rows, "key_rows", DType::kI64, rows, q);
+        !why.empty()) {
+      return why;
+    }
   }
   if (in.key_rows.defined() && q.device().is_cpu()) {
     for (int64_t r = 0; r < rows; ++r) {
@@ -220,13 +312,33 @@ std::string cached_attention_refusal(const CachedAttentionInputs& in) {
     return "key_count (" + std::to_string(in.key_count) + ") must be at least 1" +
            (in.causal ? " and at least the query steps (" + std::to_string(n) + ")" : "");
   }
+  if (in.key_counts.defined()) {
+    if (in.past_tokens.defined()) return "key_counts goes without past_tokens";
+    if (std::string why = int_vector_refusal(in.key_counts, "key_counts", DType::kI32, rows, q);
+        !why.empty()) {
+      return why;
+    }
+    if (q.device().is_cpu()) {
+      const int64_t floor = in.causal ? n : 1;
+      for (int64_t r = 0; r < rows; ++r) {
+        const int64_t count = in.key_counts.data<int32_t>()[r];
+        if (count < floor || count > in.key_count) {
+          return "key_counts[" + std::to_string(r) + "] = " + std::to_string(count) +
+                 " is outside " + std::to_string(floor) + ".." + std::to_string(in.key_count);
+        }
+      }
+    }
+  }
+  if (paged) {
+    if (std::string why = paged_refusal(in); !why.empty()) return why;
+  }
   if (fp8(in)) {
     if (in.values.dtype() != DType::kU8) return "keys and values must both be e4m3 codes";
     for (const Tensor* s : {&in.key_scales, &in.value_scales}) {
       if (!s->defined() || s->dtype() != DType::kF32 || s->dim() != 4 || s->size(0) != key_rows ||
-          s->size(1) < in.key_count || s->size(2) != heads || s->size(3) != 1 ||
+          s->size(1) < tokens || s->size(2) != kv_heads || s->size(3) != 1 ||
           s->device() != q.device()) {
-        return "an fp8 store needs float32 key_scales and value_scales [B, >= key_count, H, 1] "
+        return "an fp8 store needs float32 key_scales and value_scales [B, >= key_count, KV, 1] "
                "on the query's device";
       }
     }
@@ -242,7 +354,7 @@ std::string cached_attention_refusal(const CachedAttentionInputs& in) {
 }
 
 bool cached_attention_shape_fusable(int64_t head_dim, int64_t key_count) {
-  return head_dim == kFusedHeadDim && key_count <= kFusedMaxKeys;
+  return key_count <= fused_max_keys(head_dim);
 }
 
 bool cached_attention_fusable(const CachedAttentionInputs& in) {
@@ -270,9 +382,10 @@ Tensor cached_attention(const CachedAttentionInputs& in) {
       "cached_attention", q.device(), [&] { cached_attention_cpu(in, out); },
       [&](auto) {
         OASR_CHECK(cached_attention_fusable(in), kUnsupported,
-                   "cached_attention: the CUDA kernel needs head_dim 64, 16-byte aligned rows with "
-                   "head_dim contiguous and at most ",
-                   kFusedMaxKeys, " keys; run the unfused attention for these inputs");
+                   "cached_attention: the CUDA kernel needs head_dim 16, 32 or 64 (at most 11264 "
+                   "keys) or 128 (at most 10240 keys) and 16-byte aligned rows with head_dim "
+                   "contiguous; "
+                   "run the unfused attention for these inputs");
         cuda::cached_attention(in, out);
       });
   return out;

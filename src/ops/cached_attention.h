@@ -27,6 +27,17 @@
 // L counts from the int32 the tensor holds where the kernel runs (causal
 // only: key_count is then past_tokens[0] + n), so a recorded device graph
 // replays each decoder step with that step's count (core/device_graph.h).
+//
+// Grouped heads (GQA): keys and values may hold KV heads with H % KV == 0;
+// query head h then reads key head h / (H / KV) (transformers' repeat_kv).
+//
+// Paged keys (layers/paged_kv_cache.h): with a block table, keys and values
+// are a pool of blocks [N, block_size, KV, d] and key j of query row r is
+// slot j % block_size of block block_table[r, j / block_size]; key_counts
+// (int32 [R], with or without a table) gives each row its own L (of its last
+// query when causal), read where the attention runs; key_count bounds them
+// all (a larger count is clamped to it, a smaller one to n, or 1).
+//
 // The CPU body computes exactly this and the CUDA body
 // (ops/cuda/cached_attention.h) in the same order, so they give the same
 // bits; an fp8 store gives the same bits as the served-dtype store that
@@ -60,16 +71,25 @@ struct CachedAttentionInputs {
   // count beyond that bound is clamped to it, so a bad count cannot read
   // outside the store).
   Tensor past_tokens;
+  // Optional int32 [R, blocks_per_row] on the query's device: the pool block
+  // of each row's block_size keys in order (entries past a row's count are
+  // not read). keys / values (and scales) are then [N, block_size, KV, d].
+  Tensor block_table;
+  int64_t block_size = 0;
+  // Optional int32 [R] on the query's device: each row's own key count.
+  Tensor key_counts;
 };
 
 // Empty when the inputs follow the definition's shapes and dtypes, else the
 // first reason they do not.
 std::string cached_attention_refusal(const CachedAttentionInputs& in);
 
-// Whether the CUDA kernel serves `in` (CUDA, d = 64, 16-byte aligned rows,
-// key_count <= 11264): the decoder uses the unfused products otherwise.
+// Whether the CUDA kernel serves `in` (CUDA, d = 16, 32 or 64 with
+// key_count <= 11264 or d = 128 with key_count <= 10240, 16-byte aligned
+// rows): the Whisper decoder uses the unfused products otherwise; the
+// Qwen2-Audio LM has no other path and refuses.
 bool cached_attention_fusable(const CachedAttentionInputs& in);
-// The part of that which the shapes decide (d = 64, key_count <= 11264), for
+// The part of that which the shapes decide (d and key_count), for
 // a caller that must know before it builds inputs that it will get the
 // kernel (a decoder step recorded as a device graph).
 bool cached_attention_shape_fusable(int64_t head_dim, int64_t key_count);

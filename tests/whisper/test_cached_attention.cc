@@ -120,15 +120,13 @@ struct SelfCase {
 
 ops::CachedAttentionInputs self_inputs(const SelfCase& c, DType dtype, uint64_t seed) {
   const Shape store{c.rows, c.capacity, kHeads, kHeadDim};
-  return {random_vectors({c.rows, c.steps, kHeads, kHeadDim}, seed, 0.125f, 0, 0).to(dtype),
-          random_vectors(store, seed + 1).to(dtype),
-          random_vectors(store, seed + 2).to(dtype),
-          Tensor(),
-          Tensor(),
-          c.key_count,
-          true,
-          Tensor(),
-          Tensor()};
+  ops::CachedAttentionInputs in;
+  in.query = random_vectors({c.rows, c.steps, kHeads, kHeadDim}, seed, 0.125f, 0, 0).to(dtype);
+  in.keys = random_vectors(store, seed + 1).to(dtype);
+  in.values = random_vectors(store, seed + 2).to(dtype);
+  in.key_count = c.key_count;
+  in.causal = true;
+  return in;
 }
 
 // Cross-attention: R rows in groups of R / B over B memory rows of T
@@ -136,15 +134,13 @@ ops::CachedAttentionInputs self_inputs(const SelfCase& c, DType dtype, uint64_t 
 ops::CachedAttentionInputs cross_inputs(int64_t rows, int64_t memory_rows, int64_t frames,
                                         DType dtype, uint64_t seed) {
   const Shape memory{memory_rows, kHeads, frames, kHeadDim};
-  return {random_vectors({rows, 1, kHeads, kHeadDim}, seed, 0.125f, 0, 0).to(dtype),
-          random_vectors(memory, seed + 1).to(dtype).transpose(1, 2),
-          random_vectors(memory, seed + 2).to(dtype).transpose(1, 2),
-          Tensor(),
-          Tensor(),
-          frames,
-          false,
-          Tensor(),
-          Tensor()};
+  ops::CachedAttentionInputs in;
+  in.query = random_vectors({rows, 1, kHeads, kHeadDim}, seed, 0.125f, 0, 0).to(dtype);
+  in.keys = random_vectors(memory, seed + 1).to(dtype).transpose(1, 2);
+  in.values = random_vectors(memory, seed + 2).to(dtype).transpose(1, 2);
+  in.key_count = frames;
+  in.causal = false;
+  return in;
 }
 
 // The fp8 store of `served` (its keys and values quantized per vector), and
