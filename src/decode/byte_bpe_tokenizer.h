@@ -85,6 +85,10 @@ class ByteLevelBpeTokenizer {
   std::optional<int64_t> token_to_id(std::string_view token) const;
   // The token string of an id; kInvalidArgument for an id naming no token.
   std::string id_to_token(int64_t id) const;
+  // Whether `id` names a token (the vocabulary or an added token).
+  bool knows(int64_t id) const {
+    return added_by_id_.count(id) != 0 || id_to_vocab_.count(id) != 0;
+  }
   bool is_special(int64_t id) const;
   // One past the largest id of the vocabulary and the added tokens (for
   // Whisper's tokenizer.json, tokenizers' get_vocab_size(with_added_tokens=True)).

@@ -37,6 +37,7 @@
 #include "engine/asr_engine.h"
 #include "io/safetensors.h"
 #include "models/qwen2_audio/qwen2_audio_dir.h"
+#include "models/qwen2_audio/qwen2_audio_generation.h"
 #include "models/qwen2_audio/qwen2_audio_model.h"
 #include "ops/concat.h"
 #include "support/test_support.h"
@@ -157,8 +158,10 @@ TEST(Qwen2AudioOracle, MatchesTransformers) {
     ASSERT_EQ(ids, ids_of(c.reference.get(key + ".input_ids")));
 
     const Tensor embeds = c.model->embed_prompt(ids, projected[0]).unsqueeze(0);
-    layers::KvCache cache = c.model->make_cache(1, static_cast<int64_t>(ids.size()) + 16);
-    Tensor logits = c.model->prefill(embeds, cache);
+    // Small blocks, so the prompt and the steps span several.
+    layers::PagedKvCache cache = c.model->make_cache(64, 4);
+    const layers::PagedKvCache::SequenceId sequence[] = {cache.open()};
+    Tensor logits = c.model->forward(embeds, sequence, cache);
     const Tensor expected_logits = c.reference.get(key + ".prefill_logits");
     std::cout << key << ": prefill logits max |diff| "
               << max_abs_diff(logits.select(0, 0), expected_logits) << "\n";
@@ -170,7 +173,8 @@ TEST(Qwen2AudioOracle, MatchesTransformers) {
       const int64_t token = argmax(logits.select(0, 0));
       tokens.push_back(token);
       if (std::find(eos.begin(), eos.end(), token) != eos.end()) break;
-      logits = c.model->step(Tensor::from_vector(std::vector<int64_t>{token}, {1}), cache);
+      logits =
+          c.model->step(Tensor::from_vector(std::vector<int64_t>{token}, {1}), sequence, cache);
     }
     EXPECT_EQ(tokens, ids_of(c.reference.get(key + ".greedy")));
     EXPECT_EQ(tokenizer.decode(tokens, /*skip_special_tokens=*/true),
@@ -210,6 +214,150 @@ TEST(Qwen2AudioOracle, EngineTranscribesAsTransformers) {
     for (size_t i = 0; i < got.size(); ++i) {
       EXPECT_EQ(got[i].tokens, expected_tokens[i]) << "utterance " << i;
       EXPECT_EQ(got[i].text, expected_text[i]) << "utterance " << i;
+    }
+  }
+}
+
+// Iteration-level batching (models/qwen2_audio/qwen2_audio_generation.h):
+// requests of different prompt lengths and token budgets, joining a running
+// batch at different steps, and requests preempted when the pool runs short
+// and started over, each give exactly the tokens they give alone.
+TEST(Qwen2AudioOracle, ContinuousBatchingGivesEachRequestItsTokensAlone) {
+  const Case& c = the_case();
+  const auto tokenizer =
+      decode::ByteLevelBpeTokenizer::from_tokenizer_json(c.source.tokenizer_path);
+  const int64_t audio_token = c.source.config.audio_token_index;
+  std::vector<models::Qwen2AudioRequest> requests;
+  const std::vector<int64_t> budgets = {16, 5, 11, 16, 3, 9};
+  size_t next_budget = 0;
+  for (const json& u : c.summary.at("utterances")) {
+    const std::string key = u.at("id").get<std::string>();
+    const Tensor projected = c.reference.get(key + ".projected");
+    // The whole utterance, its first half, and its first 7 audio tokens.
+    for (const int64_t rows : {projected.size(0), projected.size(0) / 2, int64_t{7}}) {
+      models::Qwen2AudioRequest request;
+      for (const int64_t id : tokenizer.encode(c.summary.at("prompt").get<std::string>())) {
+        if (id == audio_token) {
+          request.ids.insert(request.ids.end(), static_cast<size_t>(rows), audio_token);
+        } else {
+          request.ids.push_back(id);
+        }
+      }
+      request.audio = projected.narrow(0, 0, rows).contiguous();
+      request.max_new_tokens = budgets[next_budget++ % budgets.size()];
+      requests.push_back(request);
+    }
+  }
+  const std::vector<int64_t> eos = c.source.generation.eos_token_ids;
+  const auto run = [&](const models::Qwen2AudioBatchLimits& limits, size_t join_later,
+                       models::Qwen2AudioContinuousBatch::Stats* stats) {
+    models::Qwen2AudioContinuousBatch generation(*c.model, eos, limits);
+    std::vector<std::vector<int64_t>> out(requests.size());
+    size_t submitted = 0;
+    for (; submitted < requests.size() - join_later; ++submitted) {
+      generation.submit(requests[submitted]);
+    }
+    int64_t iterations = 0;
+    while (!generation.idle() || submitted < requests.size()) {
+      // The rest join one by one while the others decode.
+      if (iterations++ >= 2 && submitted < requests.size())
+        generation.submit(requests[submitted++]);
+      for (auto& done : generation.iterate()) out[static_cast<size_t>(done.ticket)] = done.tokens;
+    }
+    if (stats != nullptr) *stats = generation.stats();
+    return out;
+  };
+  std::vector<std::vector<int64_t>> alone;
+  for (size_t i = 0; i < requests.size(); ++i) {
+    models::Qwen2AudioContinuousBatch generation(*c.model, eos, {1, 64, 16});
+    generation.submit(requests[i]);
+    std::vector<int64_t> tokens;
+    while (!generation.idle()) {
+      for (auto& done : generation.iterate()) tokens = done.tokens;
+    }
+    EXPECT_FALSE(tokens.empty()) << "request " << i;
+    std::cout << "request " << i << ": prompt " << requests[i].ids.size() << ", " << tokens.size()
+              << " tokens of " << requests[i].max_new_tokens << "\n";
+    alone.push_back(tokens);
+  }
+  models::Qwen2AudioContinuousBatch::Stats stats;
+  EXPECT_EQ(run({4, 256, 4}, 3, &stats), alone) << "4 at once, 3 joining later";
+  EXPECT_GE(stats.most_running, 3);
+  // Pools of barely more than one request's worst case, in blocks of 1 and
+  // 4 tokens: sequences run short of blocks and the newest is preempted
+  // and started over.
+  int64_t longest = 0;
+  for (const auto& r : requests) {
+    longest = std::max<int64_t>(longest, static_cast<int64_t>(r.ids.size()) + r.max_new_tokens);
+  }
+  int64_t preemptions = 0;
+  for (const int64_t block_size : {1, 4}) {
+    for (const int64_t spare : {2, 8, 20}) {
+      const int64_t blocks = (longest + block_size - 1) / block_size + spare;
+      EXPECT_EQ(run({6, blocks, block_size}, 0, &stats), alone)
+          << blocks << " blocks of " << block_size;
+      std::cout << blocks << " blocks of " << block_size << ": " << stats.preemptions
+                << " preemptions, " << stats.decode_steps << " decode steps, " << stats.prefills
+                << " prefills, at most " << stats.most_running << " running\n";
+      preemptions += stats.preemptions;
+    }
+  }
+  EXPECT_GT(preemptions, 0);
+}
+
+// On a GPU: float32 serving gives transformers' tokens; every served dtype
+// gives each utterance the tokens it gets alone when it shares the running
+// batch (the engine at max batch 1 and 2), and fp8 KV too.
+TEST(Qwen2AudioOracle, CudaServesTheTokensOfTransformersAndOfEachRowAlone) {
+  OASR_SKIP_WITHOUT_CUDA();
+  const Case& c = the_case();
+  std::vector<std::vector<float>> waves;
+  std::vector<std::vector<int64_t>> expected;
+  for (const json& u : c.summary.at("utterances")) {
+    const std::string key = u.at("id").get<std::string>();
+    const Tensor audio = c.reference.get(key + ".audio");
+    const auto* samples = static_cast<const float*>(audio.raw_data());
+    waves.emplace_back(samples, samples + audio.numel());
+    std::vector<int64_t> tokens = ids_of(c.reference.get(key + ".greedy"));
+    if (!tokens.empty() && tokens.back() == c.source.generation.eos_token_ids.front()) {
+      tokens.pop_back();
+    }
+    expected.push_back(tokens);
+  }
+  // Each utterance twice, so a batch of 2 or 4 mixes lengths and budgets.
+  std::vector<std::vector<float>> load = waves;
+  load.insert(load.end(), waves.begin(), waves.end());
+  for (const char* dtype : {"float32", "float16", "bfloat16"}) {
+    for (const char* kv : {"", "fp8_e4m3"}) {
+      SCOPED_TRACE(std::string(dtype) + " kv " + kv);
+      std::vector<std::vector<int64_t>> alone;
+      for (const int64_t batch : {1, 2, 4}) {
+        engine::EngineConfig config;
+        config.ckpt_dir = testing::oracle_dir() / "model";
+        config.device = "cuda";
+        config.dtype = dtype;
+        config.max_batch_size = batch;
+        if (*kv != '\0') {
+          config.quantization = quant::QuantizationConfig::parse({.kv_cache = kv});
+        }
+        const engine::ASREngine asr(config);
+        const std::vector<engine::Transcript> got = asr.transcribe(load);
+        ASSERT_EQ(got.size(), load.size());
+        std::vector<std::vector<int64_t>> tokens;
+        for (const auto& t : got) tokens.push_back(t.tokens);
+        if (batch == 1) {
+          alone = tokens;
+          if (std::string(dtype) == "float32" && *kv == '\0') {
+            for (size_t i = 0; i < waves.size(); ++i) EXPECT_EQ(tokens[i], expected[i]) << i;
+          }
+        } else {
+          EXPECT_EQ(tokens, alone) << "max batch " << batch;
+        }
+      }
+      size_t equal = 0;
+      for (size_t i = 0; i < waves.size(); ++i) equal += alone[i] == expected[i];
+      std::cout << dtype << " kv '" << kv << "': " << equal << " of " << waves.size()
+                << " utterances with transformers' float32 tokens\n";
     }
   }
 }

@@ -144,45 +144,40 @@ Tensor Qwen2AudioModel::embed_prompt(std::span<const int64_t> ids, const Tensor&
   return parts.size() == 1 ? parts[0].contiguous() : ops::concat(parts, 0);
 }
 
-layers::KvCache Qwen2AudioModel::make_cache(int64_t rows, int64_t capacity_tokens) const {
-  OASR_CHECK(capacity_tokens <= config_.text.max_position_embeddings, kInvalidArgument,
-             "Qwen2-Audio: a cache of ", capacity_tokens,
-             " tokens exceeds max_position_embeddings ", config_.text.max_position_embeddings);
+layers::PagedKvCache Qwen2AudioModel::make_cache(int64_t blocks, int64_t block_size) const {
   const Tensor& table = embed_tokens_->param("weight");
-  layers::KvCache::Layout layout;
+  layers::PagedKvCache::Layout layout;
   layout.layers = config_.text.num_hidden_layers;
   layout.heads = config_.text.num_key_value_heads;
   layout.head_dim = config_.text.head_dim();
-  layout.rows = rows;
-  layout.capacity_tokens = capacity_tokens;
+  layout.block_size = block_size;
+  layout.blocks = blocks;
   layout.dtype = table.dtype();
   layout.device = table.device();
   layout.fp8 = fp8_kv_cache_;
-  return layers::KvCache(layout);
+  return layers::PagedKvCache(layout);
 }
 
-Tensor Qwen2AudioModel::prefill(const Tensor& embeds, layers::KvCache& cache) const {
-  OASR_CHECK(embeds.defined() && embeds.dim() == 3 && embeds.size(0) == cache.rows() &&
+Tensor Qwen2AudioModel::forward(const Tensor& embeds, std::span<const SequenceId> sequences,
+                                layers::PagedKvCache& cache) const {
+  const auto rows = static_cast<int64_t>(sequences.size());
+  OASR_CHECK(embeds.defined() && embeds.dim() == 3 && embeds.size(0) == rows &&
                  embeds.size(2) == config_.text.hidden_size,
-             kInvalidArgument, "Qwen2-Audio LM: the input embeddings must be [", cache.rows(),
-             ", n, ", config_.text.hidden_size, "], got ",
+             kInvalidArgument, "Qwen2-Audio LM: the input embeddings must be [", rows, ", n, ",
+             config_.text.hidden_size, "], got ",
              embeds.defined() ? embeds.str() : std::string("undefined"));
-  const int64_t rows = embeds.size(0);
   const int64_t n = embeds.size(1);
-  const int64_t start = cache.length();
-  OASR_CHECK(start + n <= cache.capacity(), kInvalidArgument, "Qwen2-Audio LM: ", start + n,
-             " tokens exceed the cache's capacity of ", cache.capacity());
-  std::vector<int64_t> places(static_cast<size_t>(rows * n));
-  for (int64_t r = 0; r < rows; ++r) {
-    for (int64_t i = 0; i < n; ++i) places[static_cast<size_t>(r * n + i)] = start + i;
+  for (const SequenceId id : sequences) {
+    OASR_CHECK(cache.length(id) + n <= config_.text.max_position_embeddings, kInvalidArgument,
+               "Qwen2-Audio LM: sequence ", id, " would reach ", cache.length(id) + n,
+               " tokens, past max_position_embeddings ", config_.text.max_position_embeddings);
   }
-  const Device device = embeds.device();
-  Qwen2Places where;
-  where.positions = Tensor::from_vector(places, {rows, n}).to(device);
-  where.inv_freq = inv_freq_.to(device);
-  if (n > 1) where.causal_mask = qwen2_causal_mask(n, start, device);
+  cache.begin_step(sequences, n);
   Tensor hidden = embeds;
   try {
+    Qwen2Places where;
+    where.positions = cache.positions();
+    where.inv_freq = inv_freq_.to(embeds.device());
     for (size_t l = 0; l < layers_.size(); ++l) {
       hidden = layers_[l]->forward(hidden, where, cache, static_cast<int64_t>(l));
     }
@@ -195,13 +190,15 @@ Tensor Qwen2AudioModel::prefill(const Tensor& embeds, layers::KvCache& cache) co
   return lm_head_->forward(norm_->forward(hidden.select(1, n - 1).contiguous()));
 }
 
-Tensor Qwen2AudioModel::step(const Tensor& tokens, layers::KvCache& cache) const {
-  OASR_CHECK(tokens.defined() && tokens.dim() == 1 && tokens.size(0) == cache.rows(),
-             kInvalidArgument, "Qwen2-Audio LM step: one token per cache row (", cache.rows(),
+Tensor Qwen2AudioModel::step(const Tensor& tokens, std::span<const SequenceId> sequences,
+                             layers::PagedKvCache& cache) const {
+  OASR_CHECK(tokens.defined() && tokens.dim() == 1 &&
+                 tokens.size(0) == static_cast<int64_t>(sequences.size()),
+             kInvalidArgument, "Qwen2-Audio LM step: one token per sequence (", sequences.size(),
              "), got ", tokens.defined() ? tokens.str() : std::string("undefined"));
   const Tensor& table = embed_tokens_->param("weight");
-  return prefill(embed_tokens_->forward(tokens.to(DType::kI64).to(table.device()).unsqueeze(1)),
-                 cache);
+  return forward(embed_tokens_->forward(tokens.to(DType::kI64).to(table.device()).unsqueeze(1)),
+                 sequences, cache);
 }
 
 }  // namespace oasr::models

@@ -10,9 +10,10 @@
 //   model.load(*source.weights);
 //   std::vector<Tensor> audio = model.encode_audio(mel, frames);  // per utterance
 //   Tensor embeds = model.embed_prompt(ids, audio[b]);            // placeholders filled
-//   layers::KvCache cache = model.make_cache(rows, capacity);
-//   Tensor logits = model.prefill(embeds, cache);                 // [R, vocab], last place
-//   logits = model.step(next_tokens, cache);                      // one token per row
+//   layers::PagedKvCache cache = model.make_cache(blocks);
+//   auto seq = cache.open();
+//   Tensor logits = model.forward(embeds.unsqueeze(0), {seq}, cache);  // [1, vocab], last place
+//   logits = model.step(next_tokens, sequences, cache);           // one token per sequence
 //
 // The audio tower (Qwen2AudioEncoder) is Whisper's encoder on 128 mel bins
 // with a key mask for the frames past an utterance's end (HF builds it from
@@ -30,10 +31,10 @@
 #include <span>
 #include <vector>
 
-#include "layers/kv_cache.h"
 #include "layers/linear.h"
 #include "layers/module.h"
 #include "layers/norm.h"
+#include "layers/paged_kv_cache.h"
 #include "models/qwen2_audio/qwen2_audio_config.h"
 #include "models/qwen2_audio/qwen2_blocks.h"
 #include "models/whisper_encoder_layer.h"
@@ -93,16 +94,21 @@ class Qwen2AudioModel : public Module {
   // refused, naming both counts.
   Tensor embed_prompt(std::span<const int64_t> ids, const Tensor& audio) const;
 
-  // A cache for `rows` sequences of at most capacity_tokens tokens each
-  // (prompt and generated; at most max_position_embeddings).
-  layers::KvCache make_cache(int64_t rows, int64_t capacity_tokens) const;
+  // The LM's paged cache: `blocks` blocks of block_size tokens, the served
+  // dtype (or e4m3 with set_fp8_kv_cache) on the served device.
+  layers::PagedKvCache make_cache(int64_t blocks, int64_t block_size = 16) const;
 
-  // embeds [R, n, hidden_size] take places cache.length() .. + n - 1 of
-  // every row; returns the logits of the last place [R, vocab_size] and
-  // commits the n tokens (a failed call leaves the cache as it was).
-  Tensor prefill(const Tensor& embeds, layers::KvCache& cache) const;
-  // One new token per row (int64 [R]): its logits [R, vocab_size].
-  Tensor step(const Tensor& tokens, layers::KvCache& cache) const;
+  // embeds [S, n, hidden_size]: n new tokens for each of `sequences` (open
+  // in `cache`), at places length .. length + n - 1 of each; returns the
+  // logits of each last place [S, vocab_size] and commits the tokens (a
+  // failed call leaves the cache as it was). Refuses a sequence that would
+  // pass max_position_embeddings.
+  using SequenceId = layers::PagedKvCache::SequenceId;
+  Tensor forward(const Tensor& embeds, std::span<const SequenceId> sequences,
+                 layers::PagedKvCache& cache) const;
+  // One new token per sequence (int64 [S]): its logits [S, vocab_size].
+  Tensor step(const Tensor& tokens, std::span<const SequenceId> sequences,
+              layers::PagedKvCache& cache) const;
 
  private:
   Qwen2AudioConfig config_;

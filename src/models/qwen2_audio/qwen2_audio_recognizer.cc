@@ -4,6 +4,7 @@
 
 #include "core/cancellation.h"
 #include "core/error.h"
+#include "models/qwen2_audio/qwen2_audio_generation.h"
 #include "models/qwen2_audio/qwen2_audio_materialize.h"
 #include "ops/concat.h"
 
@@ -14,13 +15,6 @@ constexpr const char* kGreedy = "greedy_search";
 // The longest generation a request may ask for: the LM's positions bound it
 // anyway; this keeps a typo from decoding for minutes.
 constexpr int64_t kMaxNewTokens = 4096;
-
-int64_t argmax_row(const Tensor& logits) {
-  const Tensor x = logits.to(Device::cpu()).to(DType::kF32).contiguous();
-  const auto* p = static_cast<const float*>(x.raw_data());
-  // The first of equal maxima, as torch.argmax picks it.
-  return static_cast<int64_t>(std::max_element(p, p + x.numel()) - p);
-}
 
 }  // namespace
 
@@ -80,46 +74,45 @@ DecodeOptions Qwen2AudioRecognizer::resolve_decode(const DecodeOverrides& overri
   return resolved;
 }
 
-Transcript Qwen2AudioRecognizer::greedy(const Tensor& audio_tokens, int64_t max_new_tokens) const {
+std::vector<int64_t> Qwen2AudioRecognizer::prompt_ids(int64_t audio_tokens) const {
   const int64_t audio_token = source_.config.audio_token_index;
   std::vector<int64_t> ids;
   for (const int64_t id : prompt_) {
     if (id == audio_token) {
-      ids.insert(ids.end(), static_cast<size_t>(audio_tokens.size(0)), audio_token);
+      ids.insert(ids.end(), static_cast<size_t>(audio_tokens), audio_token);
     } else {
       ids.push_back(id);
     }
   }
-  const int64_t capacity = std::min<int64_t>(static_cast<int64_t>(ids.size()) + max_new_tokens,
-                                             source_.config.text.max_position_embeddings);
-  layers::KvCache cache = model_->make_cache(1, capacity);
-  Tensor logits = model_->prefill(model_->embed_prompt(ids, audio_tokens).unsqueeze(0), cache);
-  const std::vector<int64_t>& eos = source_.generation.eos_token_ids;
-  Transcript out;
-  for (int64_t step = 0; step < max_new_tokens; ++step) {
-    throw_if_cancelled();
-    const int64_t token = argmax_row(logits.select(0, 0));
-    if (std::find(eos.begin(), eos.end(), token) != eos.end()) break;
-    out.tokens.push_back(token);
-    if (cache.length() >= cache.capacity()) break;  // the LM's last position
-    logits = model_->step(Tensor::from_vector(std::vector<int64_t>{token}, {1}), cache);
-  }
-  out.text = detokenize(out.tokens);
-  return out;
+  return ids;
 }
 
 std::vector<Transcript> Qwen2AudioRecognizer::transcribe(std::span<const Waveform> utterances,
                                                          const DecodeOptions& options,
                                                          int64_t max_batch_size) const {
   const int64_t max_new_tokens = options.get<int64_t>("max_new_tokens");
-  const auto batch = static_cast<size_t>(std::max<int64_t>(1, max_batch_size));
-  std::vector<Transcript> out;
-  out.reserve(utterances.size());
-  for (size_t first = 0; first < utterances.size(); first += batch) {
-    const size_t count = std::min(batch, utterances.size() - first);
+  const int64_t batch = std::max<int64_t>(1, max_batch_size);
+  // The pool: `batch` sequences of the longest prompt (a full 30 s window's
+  // audio tokens) and max_new_tokens each, within the LM's positions.
+  const int64_t longest_audio =
+      models::Qwen2AudioEncoder::output_length(2 * source_.config.audio.max_source_positions);
+  const int64_t longest =
+      std::min<int64_t>(static_cast<int64_t>(prompt_ids(longest_audio).size()) + max_new_tokens,
+                        source_.config.text.max_position_embeddings);
+  models::Qwen2AudioBatchLimits limits;
+  limits.max_running = batch;
+  limits.blocks = batch * ((longest + limits.block_size - 1) / limits.block_size);
+  models::Qwen2AudioContinuousBatch run(*model_, source_.generation.eos_token_ids, limits);
+
+  std::vector<Transcript> out(utterances.size());
+  size_t encoded = 0;
+  // The audio tower runs `batch` utterances at a time, when the generation
+  // has fewer than `batch` waiting, so audio tokens never pile up.
+  const auto encode_next = [&] {
+    const size_t count = std::min(static_cast<size_t>(batch), utterances.size() - encoded);
     std::vector<Tensor> mels;
     std::vector<int64_t> frames;
-    for (size_t i = first; i < first + count; ++i) {
+    for (size_t i = encoded; i < encoded + count; ++i) {
       throw_if_cancelled();
       const Waveform& samples = utterances[i];
       mels.push_back(mel_.compute(samples).unsqueeze(0));
@@ -130,14 +123,36 @@ std::vector<Transcript> Qwen2AudioRecognizer::transcribe(std::span<const Wavefor
                  audio::WhisperLogMel::kHopLength));
     }
     const Tensor mel = mels.size() == 1 ? mels[0] : ops::concat(mels, 0);
-    const std::vector<Tensor> audio_tokens = model_->encode_audio(mel, frames);
-    for (const Tensor& tokens : audio_tokens) out.push_back(greedy(tokens, max_new_tokens));
+    for (Tensor& tokens : model_->encode_audio(mel, frames)) {
+      models::Qwen2AudioRequest request;
+      request.ids = prompt_ids(tokens.size(0));
+      request.audio = std::move(tokens);
+      request.max_new_tokens = max_new_tokens;
+      run.submit(std::move(request));  // tickets follow the utterances' order
+    }
+    encoded += count;
+  };
+  while (encoded < utterances.size() || !run.idle()) {
+    throw_if_cancelled();
+    if (encoded < utterances.size() && run.waiting() < batch) encode_next();
+    for (models::Qwen2AudioContinuousBatch::Finished& done : run.iterate()) {
+      Transcript& t = out[static_cast<size_t>(done.ticket)];
+      t.tokens = std::move(done.tokens);
+      t.text = detokenize(t.tokens);
+    }
   }
   return out;
 }
 
 std::string Qwen2AudioRecognizer::detokenize(std::span<const int64_t> tokens) const {
-  return tokenizer_.decode(tokens, /*skip_special_tokens=*/true);
+  // The LM's vocabulary is padded past the tokenizer's (Qwen2-Audio-7B:
+  // 156032 embedding rows, 151646 tokens); an id the tokenizer does not know
+  // decodes to nothing, as tokenizers' decode skips it.
+  std::vector<int64_t> known;
+  for (const int64_t id : tokens) {
+    if (tokenizer_.knows(id)) known.push_back(id);
+  }
+  return tokenizer_.decode(known, /*skip_special_tokens=*/true);
 }
 
 RecognizerFactory qwen2_audio_recognizer_factory() {

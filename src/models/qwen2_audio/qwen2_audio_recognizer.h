@@ -7,9 +7,12 @@
 //
 // One utterance is one 30 s window (the tower's fixed 3000 mel frames): the
 // audio tower runs over up to max_batch_size utterances at once; the LM
-// decodes each utterance with its own KV cache, so a result never depends on
-// its neighbours (iteration-level batching over a paged cache is the next
-// step of [W3-Q]).
+// decodes up to max_batch_size utterances together with iteration-level
+// batching over a paged KV cache (models/qwen2_audio/
+// qwen2_audio_generation.h): an utterance joins the running batch when a
+// place frees and leaves it the step it ends, and its result never depends
+// on its neighbours. The pool holds max_batch_size sequences of the longest
+// prompt plus max_new_tokens.
 #pragma once
 
 #include <memory>
@@ -48,7 +51,8 @@ class Qwen2AudioRecognizer final : public Recognizer {
   const quant::QuantizationSpec& quantization_spec() const override { return spec_; }
 
  private:
-  Transcript greedy(const Tensor& audio_tokens, int64_t max_new_tokens) const;
+  // The prompt with its <|AUDIO|> expanded to `audio_tokens` placeholders.
+  std::vector<int64_t> prompt_ids(int64_t audio_tokens) const;
 
   models::Qwen2AudioSource source_;
   audio::WhisperLogMel mel_;

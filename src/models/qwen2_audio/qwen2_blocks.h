@@ -11,17 +11,19 @@
 //   Qwen2DecoderLayer   x + attn(input_layernorm(x)), then
 //                       + mlp(post_attention_layernorm(.)), RMSNorm both.
 //
-// Keys and values live in a layers::KvCache of num_key_value_heads heads:
-// a forward appends the new tokens' keys and values (after RoPE) and reads
-// the whole row back.
+// Keys and values live in a layers::PagedKvCache of num_key_value_heads
+// heads: a forward appends the new tokens' keys and values (after RoPE) to
+// each sequence's blocks, and the attention (ops::cached_attention) reads
+// every sequence's own tokens in place, so the sequences of one forward may
+// have any lengths and each row's result is its own (batch invariance).
 #pragma once
 
 #include <memory>
 
-#include "layers/kv_cache.h"
 #include "layers/linear.h"
 #include "layers/module.h"
 #include "layers/norm.h"
+#include "layers/paged_kv_cache.h"
 #include "models/qwen2_audio/qwen2_audio_config.h"
 
 namespace oasr::models {
@@ -29,23 +31,19 @@ namespace oasr::models {
 // Where a forward's n new tokens of every row sit, made once per forward and
 // read by every layer.
 struct Qwen2Places {
-  Tensor positions;    // int64 [R, n]: each token's place in its sequence
-  Tensor inv_freq;     // float32 [head_dim / 2], RoPE's frequencies
-  Tensor causal_mask;  // uint8 [n, past + n] (qwen2_causal_mask); undefined for n = 1
+  Tensor positions;  // int64 [R, n]: each token's place in its sequence
+  Tensor inv_freq;   // float32 [head_dim / 2], RoPE's frequencies
 };
-
-// keep[i][t] = 1 where new token i (at place past + i) may read key t: t <= past + i.
-Tensor qwen2_causal_mask(int64_t new_tokens, int64_t past, Device device);
 
 class Qwen2Attention : public Module {
  public:
   explicit Qwen2Attention(const Qwen2TextConfig& config);
 
-  // x [R, n, hidden] at `where` (its tensors on x's device). The n new keys /
-  // values go into `layer` of the cache after its cache.tokens(layer) ones;
-  // query i attends every cached key up to its own place (the keys appended
-  // before it in this call included). Returns [R, n, hidden].
-  Tensor forward(const Tensor& x, const Qwen2Places& where, layers::KvCache& cache,
+  // x [R, n, hidden] at `where` (its tensors on x's device), row r the
+  // cache step's sequence r. The n new keys / values go into `layer` after
+  // the sequence's tokens; query i attends every key of its sequence up to
+  // its own place. Returns [R, n, hidden].
+  Tensor forward(const Tensor& x, const Qwen2Places& where, layers::PagedKvCache& cache,
                  int64_t layer) const;
 
  private:
@@ -69,7 +67,7 @@ class Qwen2Mlp : public Module {
 class Qwen2DecoderLayer : public Module {
  public:
   explicit Qwen2DecoderLayer(const Qwen2TextConfig& config);
-  Tensor forward(const Tensor& x, const Qwen2Places& where, layers::KvCache& cache,
+  Tensor forward(const Tensor& x, const Qwen2Places& where, layers::PagedKvCache& cache,
                  int64_t layer) const;
 
  private:
