@@ -27,6 +27,7 @@
 #include <vector>
 
 #include "cli/bench_common.h"
+#include "cli/bench_qwen2_audio.h"
 #include "cli/bench_scaled_mm.h"
 #include "cli/bench_whisper.h"
 #include "cli/command.h"
@@ -338,8 +339,12 @@ Command add_bench_command(CLI::App& parent) {
   add_quantization_flags(*encoder, options->quantization);
   add_bench_scaled_mm_command(*app);
   add_bench_whisper_command(*app);
+  add_bench_qwen2_audio_command(*app);
   return {app, [options] {
-            if (run_bench_scaled_mm_if_parsed() || run_bench_whisper_if_parsed()) return;
+            if (run_bench_scaled_mm_if_parsed() || run_bench_whisper_if_parsed() ||
+                run_bench_qwen2_audio_if_parsed()) {
+              return;
+            }
             run_bench_encoder(*options);
           }};
 }
