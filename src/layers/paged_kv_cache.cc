@@ -109,39 +109,46 @@ void PagedKvCache::begin_step(std::span<const SequenceId> sequences, int64_t n) 
              " are free; finish or release a sequence first (or serve fewer at once)");
   const auto rows = static_cast<int64_t>(sequences.size());
   int64_t widest = 0;
-  for (const SequenceId id : sequences) {
-    Sequence& s = sequences_.at(id);
-    while (static_cast<int64_t>(s.blocks.size()) < blocks_for(s.length + n)) {
-      s.blocks.push_back(free_.back());
-      step_taken_.push_back(free_.back());
-      free_.pop_back();
-    }
-    widest = std::max<int64_t>(widest, static_cast<int64_t>(s.blocks.size()));
-    step_max_keys_ = std::max(step_max_keys_, s.length + n);
-  }
-  std::vector<int64_t> slots(static_cast<size_t>(rows * n));
-  std::vector<int64_t> positions(static_cast<size_t>(rows * n));
-  std::vector<int32_t> table(static_cast<size_t>(rows * widest), 0);
-  std::vector<int32_t> counts(static_cast<size_t>(rows));
-  for (int64_t r = 0; r < rows; ++r) {
-    const Sequence& s = sequences_.at(sequences[static_cast<size_t>(r)]);
-    for (int64_t i = 0; i < n; ++i) {
-      const int64_t p = s.length + i;
-      positions[static_cast<size_t>(r * n + i)] = p;
-      slots[static_cast<size_t>(r * n + i)] =
-          int64_t{s.blocks[static_cast<size_t>(p / layout_.block_size)]} * layout_.block_size +
-          p % layout_.block_size;
-    }
-    std::copy(s.blocks.begin(), s.blocks.end(), table.begin() + r * widest);
-    counts[static_cast<size_t>(r)] = static_cast<int32_t>(s.length + n);
-  }
-  const Device device = layout_.device;
-  step_slots_ = Tensor::from_vector(slots, {rows * n}).to(device);
-  step_positions_ = Tensor::from_vector(positions, {rows, n}).to(device);
-  step_table_ = Tensor::from_vector(table, {rows, widest}).to(device);
-  step_counts_ = Tensor::from_vector(counts, {rows}).to(device);
+  step_max_keys_ = 0;
+  // From here the step holds its sequences: a throw below rolls it back.
   step_sequences_.assign(sequences.begin(), sequences.end());
   step_tokens_ = n;
+  try {
+    for (const SequenceId id : sequences) {
+      Sequence& s = sequences_.at(id);
+      while (static_cast<int64_t>(s.blocks.size()) < blocks_for(s.length + n)) {
+        s.blocks.push_back(free_.back());
+        step_taken_.push_back(free_.back());
+        free_.pop_back();
+      }
+      widest = std::max<int64_t>(widest, static_cast<int64_t>(s.blocks.size()));
+      step_max_keys_ = std::max(step_max_keys_, s.length + n);
+    }
+    std::vector<int64_t> slots(static_cast<size_t>(rows * n));
+    std::vector<int64_t> positions(static_cast<size_t>(rows * n));
+    std::vector<int32_t> table(static_cast<size_t>(rows * widest), 0);
+    std::vector<int32_t> counts(static_cast<size_t>(rows));
+    for (int64_t r = 0; r < rows; ++r) {
+      const Sequence& s = sequences_.at(sequences[static_cast<size_t>(r)]);
+      for (int64_t i = 0; i < n; ++i) {
+        const int64_t p = s.length + i;
+        positions[static_cast<size_t>(r * n + i)] = p;
+        slots[static_cast<size_t>(r * n + i)] =
+            int64_t{s.blocks[static_cast<size_t>(p / layout_.block_size)]} * layout_.block_size +
+            p % layout_.block_size;
+      }
+      std::copy(s.blocks.begin(), s.blocks.end(), table.begin() + r * widest);
+      counts[static_cast<size_t>(r)] = static_cast<int32_t>(s.length + n);
+    }
+    const Device device = layout_.device;
+    step_slots_ = Tensor::from_vector(slots, {rows * n}).to(device);
+    step_positions_ = Tensor::from_vector(positions, {rows, n}).to(device);
+    step_table_ = Tensor::from_vector(table, {rows, widest}).to(device);
+    step_counts_ = Tensor::from_vector(counts, {rows}).to(device);
+  } catch (...) {
+    rollback();
+    throw;
+  }
   layer_appended_.assign(static_cast<size_t>(layout_.layers), 0);
 }
 

@@ -36,7 +36,8 @@
 // slot j % block_size of block block_table[r, j / block_size]; key_counts
 // (int32 [R], with or without a table) gives each row its own L (of its last
 // query when causal), read where the attention runs; key_count bounds them
-// all (a larger count is clamped to it, a smaller one to n, or 1).
+// all (the CPU refuses a count outside [n, or 1, key_count]; the CUDA body
+// clamps it into that range, so a bad count cannot read outside the pool).
 //
 // The CPU body computes exactly this and the CUDA body
 // (ops/cuda/cached_attention.h) in the same order, so they give the same
@@ -56,9 +57,11 @@ namespace oasr::ops {
 struct CachedAttentionInputs {
   Tensor query;         // [R, n, H, d] in the served dtype T (float32 / float16 / bfloat16),
                         // already scaled; any strides with d contiguous
-  Tensor keys;          // [B, >= key_count, H, d]: T, or uint8 e4m3 codes with key_scales
+  Tensor keys;          // [B, >= key_count, KV, d] (paged: [N, block_size, KV, d]): T, or
+                        // uint8 e4m3 codes with key_scales
   Tensor values;        // same form as keys
-  Tensor key_scales;    // fp8: float32 [B, >= key_count, H, 1]; undefined otherwise
+  Tensor key_scales;    // fp8: float32 [B, >= key_count, KV, 1] (paged: [N, block_size, KV,
+                        // 1]); undefined otherwise
   Tensor value_scales;  // same
   int64_t key_count = 0;
   bool causal = false;  // query i of n sits at position key_count - n + i

@@ -307,7 +307,7 @@ TEST(Qwen2AudioOracle, ContinuousBatchingGivesEachRequestItsTokensAlone) {
 
 // On a GPU: float32 serving gives transformers' tokens; every served dtype
 // gives each utterance the tokens it gets alone when it shares the running
-// batch (the engine at max batch 1 and 2), and fp8 KV too.
+// batch (the engine at max batch 1, 2 and 4), and fp8 KV too.
 TEST(Qwen2AudioOracle, CudaServesTheTokensOfTransformersAndOfEachRowAlone) {
   OASR_SKIP_WITHOUT_CUDA();
   const Case& c = the_case();

@@ -318,7 +318,7 @@ TEST(PagedAttention, CudaEqualsTheCpuBody) {
   OASR_SKIP_WITHOUT_CUDA();
   const Device gpu = Device::cuda(0);
   const std::vector<int64_t> lengths = {1, 300, 129, 16, 77};
-  for (const int64_t d : {64, 128}) {
+  for (const int64_t d : {16, 64, 128}) {
     for (const DType dtype : {DType::kF32, DType::kF16, DType::kBF16}) {
       for (const int64_t steps : {1, 3}) {
         const std::string where = std::string(dtype_name(dtype)) + " d " + std::to_string(d) +
@@ -360,7 +360,7 @@ TEST(PagedAttention, CudaEqualsTheCpuBody) {
 
 TEST(PagedKvCache, CudaSequencesReadExactlyTheirOwnTokens) {
   OASR_SKIP_WITHOUT_CUDA();
-  for (const int64_t d : {64, 128}) {
+  for (const int64_t d : {16, 64, 128}) {
     for (const DType dtype : {DType::kF32, DType::kF16, DType::kBF16}) {
       for (const bool fp8 : {false, true}) {
         expect_cache_reads_what_was_written(Device::cuda(0), dtype, d, fp8);

@@ -73,16 +73,18 @@ void Qwen2AudioContinuousBatch::admit(std::vector<Finished>& finished) {
     waiting_.pop_front();
     Running running{admitted.ticket, std::move(admitted.request), cache_.open(), {}};
     const layers::PagedKvCache::SequenceId sequence = running.sequence;
-    Tensor logits;
+    int64_t first = 0;
     try {
       const Tensor embeds = model_.embed_prompt(running.request.ids, running.request.audio);
-      logits = model_.forward(embeds.unsqueeze(0), std::span(&sequence, 1), cache_);
+      first = argmax_rows(model_.forward(embeds.unsqueeze(0), std::span(&sequence, 1), cache_))[0];
     } catch (...) {
+      // The request waits again at the front, its blocks back in the pool.
       cache_.release(sequence);
+      waiting_.push_front({running.ticket, std::move(running.request)});
       throw;
     }
     ++stats_.prefills;
-    if (take_token(running, argmax_rows(logits)[0])) {
+    if (take_token(running, first)) {
       cache_.release(sequence);
       finished.push_back({running.ticket, std::move(running.tokens)});
       continue;

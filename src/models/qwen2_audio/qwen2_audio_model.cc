@@ -173,21 +173,23 @@ Tensor Qwen2AudioModel::forward(const Tensor& embeds, std::span<const SequenceId
                " tokens, past max_position_embeddings ", config_.text.max_position_embeddings);
   }
   cache.begin_step(sequences, n);
-  Tensor hidden = embeds;
+  Tensor logits;
   try {
     Qwen2Places where;
     where.positions = cache.positions();
     where.inv_freq = inv_freq_.to(embeds.device());
+    Tensor hidden = embeds;
     for (size_t l = 0; l < layers_.size(); ++l) {
       hidden = layers_[l]->forward(hidden, where, cache, static_cast<int64_t>(l));
     }
+    // Only the last place's logits: the next token's.
+    logits = lm_head_->forward(norm_->forward(hidden.select(1, n - 1).contiguous()));
   } catch (...) {
     cache.rollback();
     throw;
   }
   cache.commit();
-  // Only the last place's logits: the next token's.
-  return lm_head_->forward(norm_->forward(hidden.select(1, n - 1).contiguous()));
+  return logits;
 }
 
 Tensor Qwen2AudioModel::step(const Tensor& tokens, std::span<const SequenceId> sequences,

@@ -91,7 +91,7 @@ __device__ __forceinline__ float dequantized(uint8_t code, float scale) {
   return to_float(from_float<T>(mul_rn(e4m3_bits_to_f32(code), scale)));
 }
 
-// s_j: one fma chain over the 64 dims of key row j, in order.
+// s_j: one fma chain over the d dims of key row j, in order.
 template <typename T, bool kFp8, int kHeadDim>
 __device__ __forceinline__ float score(const Args& a, const float* query, Place p, int h) {
   const int64_t b = p.b;
