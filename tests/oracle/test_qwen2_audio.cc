@@ -98,6 +98,31 @@ int64_t argmax(const Tensor& logits) {
   return best;
 }
 
+// The generator's utterances as the engine serves them: the audio, and
+// transformers' greedy tokens without the final eos and text.
+struct Served {
+  std::vector<std::vector<float>> waves;
+  std::vector<std::vector<int64_t>> tokens;
+  std::vector<std::string> texts;
+};
+
+Served served_utterances(const Case& c) {
+  Served out;
+  for (const json& u : c.summary.at("utterances")) {
+    const std::string key = u.at("id").get<std::string>();
+    const Tensor audio = c.reference.get(key + ".audio");
+    const auto* samples = static_cast<const float*>(audio.raw_data());
+    out.waves.emplace_back(samples, samples + audio.numel());
+    std::vector<int64_t> tokens = ids_of(c.reference.get(key + ".greedy"));
+    if (!tokens.empty() && tokens.back() == c.source.generation.eos_token_ids.front()) {
+      tokens.pop_back();
+    }
+    out.tokens.push_back(tokens);
+    out.texts.push_back(u.at("text").get<std::string>());
+  }
+  return out;
+}
+
 TEST(Qwen2AudioOracle, DirectoryReadAsSaved) {
   const Case& c = the_case();
   const models::Qwen2AudioConfig& config = c.source.config;
@@ -188,21 +213,10 @@ TEST(Qwen2AudioOracle, MatchesTransformers) {
 // final eos, alone and with the other utterance in the batch.
 TEST(Qwen2AudioOracle, EngineTranscribesAsTransformers) {
   const Case& c = the_case();
-  std::vector<std::vector<float>> waves;
-  std::vector<std::vector<int64_t>> expected_tokens;
-  std::vector<std::string> expected_text;
-  for (const json& u : c.summary.at("utterances")) {
-    const std::string key = u.at("id").get<std::string>();
-    const Tensor audio = c.reference.get(key + ".audio");
-    const auto* samples = static_cast<const float*>(audio.raw_data());
-    waves.emplace_back(samples, samples + audio.numel());
-    std::vector<int64_t> tokens = ids_of(c.reference.get(key + ".greedy"));
-    if (!tokens.empty() && tokens.back() == c.source.generation.eos_token_ids.front()) {
-      tokens.pop_back();
-    }
-    expected_tokens.push_back(tokens);
-    expected_text.push_back(u.at("text").get<std::string>());
-  }
+  const Served served = served_utterances(c);
+  const auto& waves = served.waves;
+  const auto& expected_tokens = served.tokens;
+  const auto& expected_text = served.texts;
   for (const int64_t batch : {1, 2}) {
     SCOPED_TRACE("max_batch_size " + std::to_string(batch));
     engine::EngineConfig config;
@@ -311,19 +325,9 @@ TEST(Qwen2AudioOracle, ContinuousBatchingGivesEachRequestItsTokensAlone) {
 TEST(Qwen2AudioOracle, CudaServesTheTokensOfTransformersAndOfEachRowAlone) {
   OASR_SKIP_WITHOUT_CUDA();
   const Case& c = the_case();
-  std::vector<std::vector<float>> waves;
-  std::vector<std::vector<int64_t>> expected;
-  for (const json& u : c.summary.at("utterances")) {
-    const std::string key = u.at("id").get<std::string>();
-    const Tensor audio = c.reference.get(key + ".audio");
-    const auto* samples = static_cast<const float*>(audio.raw_data());
-    waves.emplace_back(samples, samples + audio.numel());
-    std::vector<int64_t> tokens = ids_of(c.reference.get(key + ".greedy"));
-    if (!tokens.empty() && tokens.back() == c.source.generation.eos_token_ids.front()) {
-      tokens.pop_back();
-    }
-    expected.push_back(tokens);
-  }
+  const Served served = served_utterances(c);
+  const auto& waves = served.waves;
+  const auto& expected = served.tokens;
   // Each utterance twice, so a batch of 2 or 4 mixes lengths and budgets.
   std::vector<std::vector<float>> load = waves;
   load.insert(load.end(), waves.begin(), waves.end());
