@@ -18,6 +18,44 @@ import shutil
 import sys
 
 
+def hub_name(name):
+    """The published checkpoint's state-dict name (transformers 4.x's, which
+    oasr reads): transformers 5 names the same tensors model.language_model.*,
+    model.audio_tower.*, model.multi_modal_projector.*, lm_head.*."""
+    for new, old in (("model.language_model.", "language_model.model."),
+                     ("model.audio_tower.", "audio_tower."),
+                     ("model.multi_modal_projector.", "multi_modal_projector."),
+                     ("lm_head.", "language_model.lm_head.")):
+        if name.startswith(new):
+            return old + name[len(new):]
+    return name
+
+
+def save_hub_layout(model, out, shard_bytes=2 << 30):
+    """Sharded model-*.safetensors and their index under the hub's names."""
+    import json as _json
+    from safetensors.torch import save_file
+    state = {hub_name(k): v.detach().contiguous() for k, v in model.state_dict().items()}
+    shards, current, size = [], {}, 0
+    for name, tensor in state.items():
+        nbytes = tensor.numel() * tensor.element_size()
+        if current and size + nbytes > shard_bytes:
+            shards.append(current)
+            current, size = {}, 0
+        current[name] = tensor
+        size += nbytes
+    shards.append(current)
+    weight_map = {}
+    for i, shard in enumerate(shards, 1):
+        file = f"model-{i:05d}-of-{len(shards):05d}.safetensors"
+        save_file({k: v.cpu() for k, v in shard.items()}, str(out / file),
+                  metadata={"format": "pt"})
+        weight_map.update({k: file for k in shard})
+    total = sum(t.numel() * t.element_size() for t in state.values())
+    (out / "model.safetensors.index.json").write_text(_json.dumps(
+        {"metadata": {"total_size": total}, "weight_map": weight_map}, indent=2))
+
+
 def main():
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--template", required=True)
@@ -49,7 +87,10 @@ def main():
     dtype = getattr(torch, args.dtype)
     with torch.device("cuda" if torch.cuda.is_available() else "cpu"):
         model = Qwen2AudioForConditionalGeneration(Qwen2AudioConfig(**config)).to(dtype)
-    model.save_pretrained(out, max_shard_size="2GB", safe_serialization=True)
+    save_hub_layout(model, out)
+    # The config as the published model's (transformers 4.x field names).
+    config["torch_dtype"] = args.dtype
+    (out / "config.json").write_text(json.dumps(config, indent=2))
     for path in template.iterdir():
         if path.name.startswith("model") or path.name in ("config.json",):
             continue

@@ -13,10 +13,10 @@ Architecture qwen2_audio_architecture() {
   Architecture architecture;
   architecture.name = kQwen2AudioArchitectureName;
   architecture.display_name = "Qwen2-Audio";
-  // The CUDA path (the paged cached-attention kernel, head_dim 16, 32, 64 or
-  // 128) is not verified on a device yet: ASREngine refuses --device cuda
-  // for it by name.
-  architecture.serves_cuda = false;
+  // CUDA: float32 / float16 / bfloat16, the LM's attention through the
+  // paged cached-attention kernel (head_dim 16, 32, 64 or 128; tests/oracle/
+  // test_qwen2_audio.cc's Cuda tests on a device).
+  architecture.serves_cuda = true;
   architecture.detect = [](const std::filesystem::path& path) { return is_qwen2_audio_dir(path); };
   architecture.rejection = qwen2_audio_dir_rejection;
   architecture.looks_for =
