@@ -15,8 +15,8 @@ batch of different audio lengths generates together); greedy search with
 generate()'s defaults otherwise, batch by batch in list order.
 
 Modes: sdpa is eager with SDPA attention; compile is static-cache generation
-with model.forward compiled by torch.compile(mode="reduce-overhead") (CUDA
-graphs), the compile in the untimed warm-up. A mode that fails prints a line
+whose decode step generate() compiles with torch.compile(mode=
+"reduce-overhead") (CUDA graphs), the compile in the untimed warm-up. A mode that fails prints a line
 with "error".
 """
 import argparse
@@ -84,8 +84,16 @@ def main():
             kwargs = dict(max_new_tokens=args.max_new_tokens, do_sample=False, num_beams=1,
                           pad_token_id=pad if pad is not None else eos[0])
             if mode == "compile":
+                # generate() compiles its static-cache decode step itself
+                # (transformers' CompileConfig, mode "reduce-overhead": CUDA
+                # graphs) and marks each step for the graphs; wrapping
+                # model.forward in torch.compile instead fails on the static
+                # cache's in-place update ("accessing tensor output of
+                # CUDAGraphs that has been overwritten"; measured 2026-12-07).
                 config.cache_implementation = "static"
-                model.forward = torch.compile(model.forward, mode="reduce-overhead")
+                if hasattr(transformers, "CompileConfig"):
+                    config.compile_config = transformers.CompileConfig(
+                        mode="reduce-overhead", fullgraph=False)
             device_batches = []
             for inputs in batches:
                 moved = {k: v.to(args.device) for k, v in inputs.items()}

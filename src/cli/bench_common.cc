@@ -8,6 +8,7 @@
 #include <cmath>
 #include <cstdio>
 #include <filesystem>
+#include <fstream>
 #include <iostream>
 
 #include "core/error.h"
@@ -41,6 +42,23 @@ std::string read_file(const fs::path& path) {
 }
 
 }  // namespace
+
+PeerAudioList::PeerAudioList(const std::vector<std::pair<std::string, std::string>>& id_and_path,
+                             const char* what) {
+  std::string name = "/tmp/oasr-peer-audio-XXXXXX";
+  const int fd = ::mkstemp(name.data());
+  OASR_CHECK(fd >= 0, kIo, what, ": cannot create a temporary audio list in /tmp");
+  ::close(fd);
+  path_ = name;
+  std::ofstream list(path_);
+  for (const auto& [id, path] : id_and_path) list << id << '\t' << path << '\n';
+  OASR_CHECK(list.good(), kIo, what, ": cannot write the temporary audio list ", path_);
+}
+
+PeerAudioList::~PeerAudioList() {
+  std::error_code ignored;
+  fs::remove(path_, ignored);
+}
 
 double median(std::vector<double> values) {
   std::sort(values.begin(), values.end());

@@ -7,6 +7,7 @@
 
 #include <functional>
 #include <string>
+#include <utility>
 #include <vector>
 
 namespace oasr::cli {
@@ -23,6 +24,23 @@ std::string default_baseline_python();
 // is parsed as JSON; the ones `accept` takes are relayed to stdout and
 // returned. A non-zero exit, or a line `accept` refuses, prints the stderr
 // tail and throws, naming the baseline and what to do.
+// The "utterance_id<TAB>path" list a peer script reads (bench/
+// peer_audio_list.py), written to a temporary file that is removed when
+// this goes out of scope (also when the peer fails).
+class PeerAudioList {
+ public:
+  // `what` names the bench in the error when the file cannot be made.
+  PeerAudioList(const std::vector<std::pair<std::string, std::string>>& id_and_path,
+                const char* what);
+  ~PeerAudioList();
+  PeerAudioList(const PeerAudioList&) = delete;
+  PeerAudioList& operator=(const PeerAudioList&) = delete;
+  const std::string& path() const { return path_; }
+
+ private:
+  std::string path_;
+};
+
 std::vector<nlohmann::json> run_baseline_script(
     const std::string& command, const std::string& python, const std::string& script,
     const std::function<bool(const nlohmann::json&)>& accept);

@@ -2,7 +2,6 @@
 
 #include <nlohmann/json.hpp>
 
-#include <unistd.h>
 #include <chrono>
 #include <filesystem>
 #include <fstream>
@@ -49,37 +48,23 @@ void run_peer(const BenchQwen2AudioOptions& options, const engine::EngineConfig&
              options.baseline_script,
              " not found; run from the source directory, pass --baseline-script PATH, or "
              "--no-baseline");
-  char list_path[] = "/tmp/oasr-bench-qwen2-audio-XXXXXX";
-  const int fd = ::mkstemp(list_path);
-  OASR_CHECK(fd >= 0, kIo, "bench qwen2-audio: cannot create a temporary audio list");
-  ::close(fd);
-  {
-    std::ofstream list(list_path);
-    for (const io::ManifestEntry& entry : audio) {
-      list << entry.id << '\t' << entry.audio.string() << '\n';
-    }
-  }
+  std::vector<std::pair<std::string, std::string>> listed;
+  for (const io::ManifestEntry& entry : audio) listed.emplace_back(entry.id, entry.audio.string());
+  const PeerAudioList list(listed, "bench qwen2-audio");
   const std::string python =
       options.baseline_python.empty() ? default_baseline_python() : options.baseline_python;
   std::ostringstream command;
   command << shell_quote(python) << " " << shell_quote(options.baseline_script) << " --model-dir "
-          << shell_quote(config.ckpt_dir.string()) << " --audio-list " << shell_quote(list_path)
+          << shell_quote(config.ckpt_dir.string()) << " --audio-list " << shell_quote(list.path())
           << " --batch-size " << config.max_batch_size << " --warmup " << options.warmup
           << " --repeats " << options.repeats;
   command << " --max-new-tokens " << max_new_tokens;
   if (!options.peer_args.empty()) command << " " << options.peer_args;
-  std::vector<nlohmann::json> lines;
-  try {
-    lines = run_baseline_script(
-        command.str(), python, options.baseline_script, [](const nlohmann::json& line) {
-          return line.is_object() &&
-                 ((line.contains("tokens") && line.contains("wall_s")) || line.contains("error"));
-        });
-  } catch (...) {
-    fs::remove(list_path);
-    throw;
-  }
-  fs::remove(list_path);
+  const std::vector<nlohmann::json> lines = run_baseline_script(
+      command.str(), python, options.baseline_script, [](const nlohmann::json& line) {
+        return line.is_object() &&
+               ((line.contains("tokens") && line.contains("wall_s")) || line.contains("error"));
+      });
   for (const nlohmann::json& peer : lines) {
     if (peer.contains("error")) continue;
     int64_t same = 0;

@@ -2,7 +2,6 @@
 
 #include <nlohmann/json.hpp>
 
-#include <unistd.h>
 #include <algorithm>
 #include <chrono>
 #include <filesystem>
@@ -81,36 +80,23 @@ void run_peer(const BenchWhisperOptions& options, const std::vector<Utterance>& 
              options.baseline_script,
              " not found; run from the source directory, pass --baseline-script PATH, or "
              "--no-baseline");
-  char list_path[] = "/tmp/oasr-bench-whisper-XXXXXX";
-  const int fd = ::mkstemp(list_path);
-  OASR_CHECK(fd >= 0, kIo, "bench whisper: cannot create a temporary audio list");
-  ::close(fd);
-  {
-    std::ofstream list(list_path);
-    for (const Utterance& u : utterances)
-      list << u.entry.id << '\t' << u.entry.audio.string() << '\n';
-  }
+  std::vector<std::pair<std::string, std::string>> listed;
+  for (const Utterance& u : utterances) listed.emplace_back(u.entry.id, u.entry.audio.string());
+  const PeerAudioList list(listed, "bench whisper");
   const std::string python =
       options.baseline_python.empty() ? default_baseline_python() : options.baseline_python;
   std::ostringstream command;
   command << shell_quote(python) << " " << shell_quote(options.baseline_script) << " --model-dir "
-          << shell_quote(options.peer_model_dir) << " --audio-list " << shell_quote(list_path)
+          << shell_quote(options.peer_model_dir) << " --audio-list " << shell_quote(list.path())
           << " --compute-types " << shell_quote(options.peer_compute_types) << " --threads "
           << threads << " --warmup " << options.warmup;
   if (!options.peer_args.empty()) command << " " << options.peer_args;
-  std::vector<nlohmann::json> lines;
-  try {
-    lines = run_baseline_script(
-        command.str(), python, options.baseline_script, [](const nlohmann::json& line) {
-          // A configuration the peer could not run is a line with "error".
-          return line.is_object() && ((line.contains("hypotheses") && line.contains("wall_s")) ||
-                                      line.contains("error"));
-        });
-  } catch (...) {
-    fs::remove(list_path);
-    throw;
-  }
-  fs::remove(list_path);
+  const std::vector<nlohmann::json> lines = run_baseline_script(
+      command.str(), python, options.baseline_script, [](const nlohmann::json& line) {
+        // A configuration the peer could not run is a line with "error".
+        return line.is_object() &&
+               ((line.contains("hypotheses") && line.contains("wall_s")) || line.contains("error"));
+      });
   for (const nlohmann::json& peer : lines) {
     if (peer.contains("error")) continue;  // relayed as it came
     std::vector<std::string> hypotheses;

@@ -158,10 +158,6 @@ Tensor PagedKvCache::slot_rows(const Tensor& pool, int64_t layer) const {
   return pool.select(0, layer).view({slots, layout_.heads * inner});
 }
 
-Tensor PagedKvCache::layer_pool(const Tensor& pool, int64_t layer) const {
-  return pool.select(0, layer);
-}
-
 void PagedKvCache::append(int64_t layer, const Tensor& keys, const Tensor& values) {
   OASR_CHECK(in_step(), kInvalidArgument, "paged KV cache append: no step in progress");
   OASR_CHECK(layer >= 0 && layer < layout_.layers, kInvalidArgument,
@@ -205,11 +201,11 @@ ops::CachedAttentionInputs PagedKvCache::attention_inputs(int64_t layer, const T
              " has not appended this step's tokens");
   ops::CachedAttentionInputs in;
   in.query = query;
-  in.keys = layer_pool(keys_, layer);
-  in.values = layer_pool(values_, layer);
+  in.keys = keys_.select(0, layer);
+  in.values = values_.select(0, layer);
   if (layout_.fp8) {
-    in.key_scales = layer_pool(key_scales_, layer);
-    in.value_scales = layer_pool(value_scales_, layer);
+    in.key_scales = key_scales_.select(0, layer);
+    in.value_scales = value_scales_.select(0, layer);
   }
   in.key_count = step_max_keys_;
   in.causal = causal;

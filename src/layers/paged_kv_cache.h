@@ -99,8 +99,6 @@ class PagedKvCache {
   const Sequence& find(SequenceId sequence, const char* what) const;
   // Layer `layer` of a pool as [blocks * block_size, inner * heads] rows.
   Tensor slot_rows(const Tensor& pool, int64_t layer) const;
-  // Layer `layer` of a pool as [blocks, block_size, heads, inner].
-  Tensor layer_pool(const Tensor& pool, int64_t layer) const;
   bool in_step() const { return !step_sequences_.empty(); }
 
   Layout layout_;

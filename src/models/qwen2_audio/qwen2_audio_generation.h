@@ -52,7 +52,6 @@ class Qwen2AudioContinuousBatch {
   int64_t submit(Qwen2AudioRequest request);
   bool idle() const { return waiting_.empty() && running_.empty(); }
   int64_t waiting() const { return static_cast<int64_t>(waiting_.size()); }
-  int64_t running() const { return static_cast<int64_t>(running_.size()); }
 
   struct Finished {
     int64_t ticket = 0;
@@ -70,7 +69,6 @@ class Qwen2AudioContinuousBatch {
     int64_t most_running = 0;
   };
   const Stats& stats() const { return stats_; }
-  const layers::PagedKvCache& cache() const { return cache_; }
 
  private:
   struct Waiting {
