@@ -14,6 +14,7 @@
 #include <span>
 #include <string>
 #include <string_view>
+#include <utility>
 #include <vector>
 
 #include "asr/engine_config.h"
@@ -66,6 +67,23 @@ class StreamingSession {
   virtual bool finished() const = 0;
 };
 
+// Iteration-level decoding across calls (oasr-server's continuous
+// batching): an utterance joins while others decode and leaves the step it
+// finishes; each one's transcript is the one transcribe() gives it alone.
+class ContinuousDecoder {
+ public:
+  virtual ~ContinuousDecoder() = default;
+  // Queues a copy of one utterance with its own resolved decode options;
+  // returns its ticket (0, 1, ... in submission order). Refuses one that
+  // could never be decoded, naming the limit; nothing is queued then.
+  virtual int64_t submit(Waveform samples, const DecodeOptions& options) = 0;
+  // One iteration; the utterances that finished in it, with their tickets.
+  // A throw leaves the decoder unusable: start another.
+  virtual std::vector<std::pair<int64_t, Transcript>> step() = 0;
+  // Utterances submitted and not yet returned by step().
+  virtual int64_t pending() const = 0;
+};
+
 class Recognizer {
  public:
   virtual ~Recognizer() = default;
@@ -98,6 +116,12 @@ class Recognizer {
   // is ASREngine's, by the architecture's name.
   virtual bool streams() const { return false; }
   virtual std::unique_ptr<StreamingSession> start_session(const DecodeOptions& options) const;
+  // Whether start_continuous() serves; a decoder holds up to max_batch_size
+  // sequences at once, its memory sized by `defaults` (the engine's resolved
+  // decode options).
+  virtual bool decodes_continuously() const { return false; }
+  virtual std::unique_ptr<ContinuousDecoder> start_continuous(const DecodeOptions& defaults,
+                                                              int64_t max_batch_size) const;
   // Token ids -> text, without special tokens.
   virtual std::string detokenize(std::span<const int64_t> tokens) const = 0;
 

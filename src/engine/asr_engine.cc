@@ -6,6 +6,7 @@
 #include "audio/silence.h"
 #include "core/env.h"
 #include "core/logging.h"
+#include "engine/continuous_batch.h"
 #include "layers/quantizable.h"
 #include "ops/cpu_threads.h"
 
@@ -197,6 +198,14 @@ std::vector<Transcript> ASREngine::decode(std::span<const Waveform> utterances,
   std::vector<Transcript> decoded = recognizer_->transcribe(heard, options, config_.max_batch_size);
   for (size_t k = 0; k < heard.size(); ++k) results[heard_at[k]] = std::move(decoded[k]);
   return results;
+}
+
+std::unique_ptr<ContinuousBatch> ASREngine::start_continuous() const {
+  OASR_CHECK(recognizer_->decodes_continuously(), kUnsupported, config_.ckpt_dir.string(), " is a ",
+             architecture_->display_name, " model, and ", architecture_->display_name,
+             " has no iteration-level (continuous) decoding: batch whole utterances with "
+             "transcribe()");
+  return std::make_unique<ContinuousBatch>(*this);
 }
 
 std::unique_ptr<StreamingSession> ASREngine::start_session(const DecodeOverrides& overrides) const {

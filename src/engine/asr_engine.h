@@ -38,6 +38,8 @@
 
 namespace oasr::engine {
 
+class ContinuousBatch;
+
 // One utterance's outcome from ASREngine::transcribe_each: its transcript,
 // or the error that utterance raises (its message starts with the label).
 struct UtteranceResult {
@@ -104,6 +106,17 @@ class ASREngine {
     return recognizer_->detokenize(tokens);
   }
 
+  // Refuses, naming `label`, an utterance of `samples` samples shorter than
+  // kMinUtteranceSeconds or longer than audio_limit().
+  void check_length(size_t samples, const std::string& label) const;
+
+  // Whether start_continuous() serves (Recognizer::decodes_continuously).
+  bool decodes_continuously() const { return recognizer_->decodes_continuously(); }
+  // Iteration-level decoding across calls (engine/continuous_batch.h), up to
+  // config.max_batch_size sequences at once; refused by the architecture's
+  // name where it has none.
+  std::unique_ptr<ContinuousBatch> start_continuous() const;
+
   // A streaming session (the architecture must stream; U2++ needs a chunk
   // size > 0). Refused by the architecture's name otherwise.
   std::unique_ptr<StreamingSession> start_session(const DecodeOverrides& overrides = {}) const;
@@ -134,7 +147,6 @@ class ASREngine {
 
  private:
   void log_quantization() const;
-  void check_length(size_t samples, const std::string& label) const;
   // Decodes utterances[indices], splitting the set on failure (transcribe_each).
   // recognizer_->transcribe() of the utterances that are not silence by the
   // signal (audio/silence.h); a silent one's transcript is empty.

@@ -4,9 +4,11 @@
 #include <algorithm>
 #include <cmath>
 #include <cstddef>
+#include <unordered_map>
 #include <utility>
 
 #include "core/error.h"
+#include "engine/continuous_batch.h"
 
 namespace oasr::server {
 namespace {
@@ -14,6 +16,11 @@ namespace {
 constexpr const char* kTimeoutMessage = "timed out in the queue before decoding started";
 // A batch's longest utterance is at most this many times its shortest.
 constexpr double kMaxLengthSpread = 1.5;
+
+engine::UtteranceResult failure(const std::exception& e) {
+  if (const auto* error = dynamic_cast<const Error*>(&e)) return {std::nullopt, *error};
+  return {std::nullopt, Error(ErrorCode::kInternal, std::string("decoding failed: ") + e.what())};
+}
 
 }  // namespace
 
@@ -48,7 +55,11 @@ Batcher::Batcher(const engine::ASREngine& engine, BatcherOptions options, BatchO
     : engine_(engine), options_(options), observer_(std::move(observer)) {
   OASR_CHECK(options_.max_batch > 0, kInvalidArgument, "--max-batch-size must be at least 1");
   OASR_CHECK(options_.max_queue > 0, kInvalidArgument, "--max-queue must be at least 1");
-  worker_ = std::thread([this] { run(); });
+  if (engine_.decodes_continuously()) {
+    worker_ = std::thread([this] { run_continuous(); });
+  } else {
+    worker_ = std::thread([this] { run(); });
+  }
 }
 
 Batcher::~Batcher() {
@@ -150,6 +161,60 @@ void Batcher::run() {
             std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count());
       }
       for (size_t i = 0; i < live.size(); ++i) live[i].done(std::move(results[i]));
+    }
+    lock.lock();
+  }
+}
+
+void Batcher::run_continuous() {
+  std::unique_ptr<engine::ContinuousBatch> batch = engine_.start_continuous();
+  std::unordered_map<int64_t, BatchJob> in_flight;  // by ticket
+  std::unique_lock lock(mutex_);
+  while (true) {
+    arrived_.wait(lock, [&] { return stopping_ || !queue_.empty() || !in_flight.empty(); });
+    if (queue_.empty() && in_flight.empty()) return;  // stopping and drained
+    std::vector<BatchJob> joining;
+    while (!queue_.empty() &&
+           in_flight.size() + joining.size() < static_cast<size_t>(options_.max_batch)) {
+      joining.push_back(std::move(queue_.front()));
+      queue_.pop_front();
+    }
+    lock.unlock();
+    const auto now = std::chrono::steady_clock::now();
+    for (BatchJob& job : joining) {
+      if (now > job.deadline) {
+        job.done(
+            {std::nullopt, Error(ErrorCode::kUnsupported, job.label + ": " + kTimeoutMessage)});
+        continue;
+      }
+      try {
+        const int64_t ticket = batch->submit(job.samples, job.overrides, job.label);
+        job.samples = {};  // the batch holds its copy
+        in_flight.emplace(ticket, std::move(job));
+      } catch (const std::exception& e) {
+        job.done(failure(e));
+      }
+    }
+    if (!in_flight.empty()) {
+      const size_t running = in_flight.size();
+      const auto started = std::chrono::steady_clock::now();
+      std::vector<std::pair<int64_t, engine::UtteranceResult>> finished;
+      try {
+        finished = batch->step();
+      } catch (const std::exception& e) {  // the device failed: every job in flight fails
+        const engine::UtteranceResult result = failure(e);
+        for (auto& [ticket, job] : in_flight) job.done(result);
+        in_flight.clear();
+      }
+      if (observer_) {
+        observer_(
+            running,
+            std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count());
+      }
+      for (auto& [ticket, result] : finished) {
+        auto job = in_flight.extract(ticket);
+        job.mapped().done(std::move(result));
+      }
     }
     lock.lock();
   }

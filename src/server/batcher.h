@@ -1,4 +1,14 @@
-// Dynamic batching across requests: one worker thread per engine takes the
+// Batching across requests, one worker thread per engine, in one of two
+// modes.
+//
+// Continuous (the engine decodes continuously, ASREngine::
+// decodes_continuously: Qwen2-Audio): iteration-level batching
+// (engine/continuous_batch.h). Before each decode iteration the worker moves
+// queued jobs into the running batch while fewer than `max_batch` are in
+// flight; a job leaves the iteration it finishes and is answered at once.
+// max_delay is not used: a request never waits for company.
+//
+// Whole batches (every other architecture): the worker takes the
 // queued utterances, waits up to `max_delay` after the oldest for more to
 // arrive, and decodes the oldest with up to `max_batch` - 1 others of the
 // same decode options and a similar length (the longest at most 1.5 times
@@ -56,7 +66,8 @@ class Batcher {
  public:
   enum class Admission { kQueued, kQueueFull, kStopping };
   // Called on the worker after each decoded batch (metrics): its size and
-  // the seconds the engine took.
+  // the seconds the engine took; in continuous mode after each iteration,
+  // with the jobs in flight during it.
   using BatchObserver = std::function<void(size_t batch, double seconds)>;
 
   Batcher(const engine::ASREngine& engine, BatcherOptions options, BatchObserver observer = {});
@@ -74,6 +85,7 @@ class Batcher {
 
  private:
   void run();
+  void run_continuous();
   std::vector<BatchJob> take_batch(std::unique_lock<std::mutex>& lock);
 
   const engine::ASREngine& engine_;

@@ -73,12 +73,15 @@ void run(const oasr::cli::EngineFlags& engine_flags, const ServerFlags& flags) {
     log::info("  {} {} lane {} kernel {} input {}", layer.path, layer.scheme, layer.lane,
               layer.kernel, layer.input_quantizer);
   }
-  log::info(
-      "limits: batch {} within {} ms, queue {}, upload {} MB, audio {} s, timeout {} s, "
-      "idle {} s, api key {}",
-      options.max_batch, flags.limits.max_batch_delay_ms, options.max_queue,
-      flags.limits.max_upload_mb, options.max_audio_seconds, flags.limits.request_timeout_s,
-      flags.idle_timeout_s, options.api_key.empty() ? "off" : "on");
+  const std::string batching =
+      engine.decodes_continuously()
+          ? "continuous batching of up to " + std::to_string(options.max_batch) + " requests"
+          : "batch " + std::to_string(options.max_batch) + " within " +
+                std::to_string(flags.limits.max_batch_delay_ms) + " ms";
+  log::info("limits: {}, queue {}, upload {} MB, audio {} s, timeout {} s, idle {} s, api key {}",
+            batching, options.max_queue, flags.limits.max_upload_mb, options.max_audio_seconds,
+            flags.limits.request_timeout_s, flags.idle_timeout_s,
+            options.api_key.empty() ? "off" : "on");
   if (options.api_key.empty()) {
     log::warn("no --api-key: the /v1 routes answer anyone who can reach {}", flags.listen.host);
   }

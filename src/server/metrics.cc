@@ -79,8 +79,12 @@ std::string Metrics::render(size_t queue_depth, const DeviceMemory& device) cons
   }
   out << "# HELP oasr_queue_depth Utterances waiting for a batch.\n# TYPE oasr_queue_depth gauge\n"
       << "oasr_queue_depth " << queue_depth << "\n";
-  out << batch_size_.render("oasr_batch_size", "Utterances per decoded batch.");
-  out << batch_seconds_.render("oasr_batch_seconds", "Engine time per decoded batch.");
+  out << batch_size_.render(
+      "oasr_batch_size",
+      "Utterances per decoded batch (continuous batching: in flight per decode iteration).");
+  out << batch_seconds_.render(
+      "oasr_batch_seconds",
+      "Engine time per decoded batch (continuous batching: per decode iteration).");
   out << request_seconds_.render("oasr_request_seconds",
                                  "Transcription request latency, body received to reply.");
   const double audio = static_cast<double>(audio_milliseconds_.load()) / 1e3;

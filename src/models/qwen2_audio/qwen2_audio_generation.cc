@@ -35,20 +35,22 @@ Qwen2AudioContinuousBatch::Qwen2AudioContinuousBatch(const Qwen2AudioModel& mode
       limits_(limits),
       cache_(make_pool(model, limits)) {}
 
-int64_t Qwen2AudioContinuousBatch::submit(Qwen2AudioRequest request) {
-  const auto prompt = static_cast<int64_t>(request.ids.size());
+void Qwen2AudioContinuousBatch::check_fits(int64_t prompt, int64_t max_new_tokens) const {
   const int64_t positions = model_.config().text.max_position_embeddings;
   OASR_CHECK(prompt >= 1 && prompt < positions, kInvalidArgument, "Qwen2-Audio generation: a ",
              prompt, "-token prompt does not leave room in the LM's ", positions, " positions");
-  OASR_CHECK(request.max_new_tokens >= 1, kInvalidArgument,
-             "Qwen2-Audio generation: max_new_tokens must be at least 1, got ",
-             request.max_new_tokens);
-  const int64_t longest = std::min(prompt + request.max_new_tokens, positions);
-  OASR_CHECK(cache_.blocks_for(longest) <= limits_.blocks, kOutOfMemory,
+  OASR_CHECK(max_new_tokens >= 1, kInvalidArgument,
+             "Qwen2-Audio generation: max_new_tokens must be at least 1, got ", max_new_tokens);
+  const int64_t longest = std::min(prompt + max_new_tokens, positions);
+  OASR_CHECK(cache_.blocks_for(longest) <= limits_.blocks, kInvalidArgument,
              "Qwen2-Audio generation: a ", prompt, "-token prompt with max_new_tokens ",
-             request.max_new_tokens, " may need ", cache_.blocks_for(longest), " KV blocks of ",
+             max_new_tokens, " may need ", cache_.blocks_for(longest), " KV blocks of ",
              limits_.block_size, " tokens but the pool has ", limits_.blocks,
              "; lower max_new_tokens or give the cache more blocks");
+}
+
+int64_t Qwen2AudioContinuousBatch::submit(Qwen2AudioRequest request) {
+  check_fits(static_cast<int64_t>(request.ids.size()), request.max_new_tokens);
   const int64_t ticket = next_ticket_++;
   waiting_.push_back({ticket, std::move(request)});
   return ticket;

@@ -50,6 +50,9 @@ class Qwen2AudioContinuousBatch {
   // Refuses one whose prompt and max_new_tokens could never fit the pool or
   // the LM's positions, naming both.
   int64_t submit(Qwen2AudioRequest request);
+  // submit's refusal on its own, before the prompt is built: a prompt of
+  // `prompt_tokens` generating up to max_new_tokens fits the pool alone.
+  void check_fits(int64_t prompt_tokens, int64_t max_new_tokens) const;
   bool idle() const { return waiting_.empty() && running_.empty(); }
   int64_t waiting() const { return static_cast<int64_t>(waiting_.size()); }
 

@@ -1,6 +1,8 @@
 #include "models/qwen2_audio/qwen2_audio_recognizer.h"
 
 #include <algorithm>
+#include <deque>
+#include <unordered_map>
 
 #include "core/cancellation.h"
 #include "core/error.h"
@@ -87,58 +89,132 @@ std::vector<int64_t> Qwen2AudioRecognizer::prompt_ids(int64_t audio_tokens) cons
   return ids;
 }
 
+int64_t Qwen2AudioRecognizer::mel_frames(size_t samples) {
+  // One frame per started hop, at least one (an empty utterance still has
+  // the window's first frame).
+  constexpr auto kHop = static_cast<size_t>(audio::WhisperLogMel::kHopLength);
+  return std::max<int64_t>(1, static_cast<int64_t>((samples + kHop - 1) / kHop));
+}
+
+// Utterances wait as samples; the audio tower encodes up to `batch` of them
+// at a time, when the generation has fewer than `batch` waiting, so audio
+// tokens never pile up; the generation runs one iteration per step().
+class Qwen2AudioRecognizer::Continuous final : public ContinuousDecoder {
+ public:
+  Continuous(const Qwen2AudioRecognizer& recognizer, const DecodeOptions& defaults, int64_t batch)
+      : recognizer_(recognizer),
+        batch_(std::max<int64_t>(1, batch)),
+        default_max_new_tokens_(defaults.get<int64_t>("max_new_tokens")),
+        run_(*recognizer.model_, recognizer.source_.generation.eos_token_ids,
+             limits(recognizer, defaults, batch_)) {}
+
+  int64_t submit(Waveform samples, const DecodeOptions& options) override {
+    const int64_t max_new_tokens = options.get<int64_t>("max_new_tokens");
+    const int64_t audio_tokens =
+        models::Qwen2AudioEncoder::output_length(mel_frames(samples.size()));
+    try {
+      run_.check_fits(static_cast<int64_t>(recognizer_.prompt_ids(audio_tokens).size()),
+                      max_new_tokens);
+    } catch (const Error& e) {
+      throw Error(e.code(), std::string(e.what()) + " (the pool holds " + std::to_string(batch_) +
+                                " sequences of a full 30 s prompt and the default max_new_tokens " +
+                                std::to_string(default_max_new_tokens_) +
+                                ": --max-batch-size and --max-new-tokens size it)");
+    }
+    const int64_t ticket = next_ticket_++;
+    unencoded_.push_back({ticket, {samples.begin(), samples.end()}, max_new_tokens});
+    return ticket;
+  }
+
+  std::vector<std::pair<int64_t, Transcript>> step() override {
+    if (!unencoded_.empty() && run_.waiting() < batch_) encode_next();
+    std::vector<std::pair<int64_t, Transcript>> out;
+    for (models::Qwen2AudioContinuousBatch::Finished& done : run_.iterate()) {
+      Transcript t;
+      t.tokens = std::move(done.tokens);
+      t.text = recognizer_.detokenize(t.tokens);
+      out.emplace_back(ticket_of_run_.at(done.ticket), std::move(t));
+      ticket_of_run_.erase(done.ticket);
+    }
+    return out;
+  }
+
+  int64_t pending() const override {
+    return static_cast<int64_t>(unencoded_.size() + ticket_of_run_.size());
+  }
+
+ private:
+  struct Unencoded {
+    int64_t ticket;
+    std::vector<float> samples;
+    int64_t max_new_tokens;
+  };
+
+  // The pool: `batch` sequences of the longest prompt (a full 30 s window's
+  // audio tokens) and the default max_new_tokens each, within the LM's
+  // positions. A request asking for more tokens fits while others leave room
+  // (the batch preempts the newest when the pool runs short).
+  static models::Qwen2AudioBatchLimits limits(const Qwen2AudioRecognizer& recognizer,
+                                              const DecodeOptions& defaults, int64_t batch) {
+    const models::Qwen2AudioConfig& config = recognizer.source_.config;
+    const int64_t longest_audio =
+        models::Qwen2AudioEncoder::output_length(2 * config.audio.max_source_positions);
+    const int64_t longest =
+        std::min<int64_t>(static_cast<int64_t>(recognizer.prompt_ids(longest_audio).size()) +
+                              defaults.get<int64_t>("max_new_tokens"),
+                          config.text.max_position_embeddings);
+    models::Qwen2AudioBatchLimits limits;
+    limits.max_running = batch;
+    limits.blocks = batch * ((longest + limits.block_size - 1) / limits.block_size);
+    return limits;
+  }
+
+  void encode_next() {
+    const size_t count = std::min(static_cast<size_t>(batch_), unencoded_.size());
+    std::vector<Tensor> mels;
+    std::vector<int64_t> frames;
+    for (size_t i = 0; i < count; ++i) {
+      throw_if_cancelled();
+      const std::vector<float>& samples = unencoded_[i].samples;
+      mels.push_back(recognizer_.mel_.compute(samples).unsqueeze(0));
+      frames.push_back(mel_frames(samples.size()));
+    }
+    const Tensor mel = mels.size() == 1 ? mels[0] : ops::concat(mels, 0);
+    std::vector<Tensor> audio = recognizer_.model_->encode_audio(mel, frames);
+    for (size_t i = 0; i < count; ++i) {
+      models::Qwen2AudioRequest request;
+      request.ids = recognizer_.prompt_ids(audio[i].size(0));
+      request.audio = std::move(audio[i]);
+      request.max_new_tokens = unencoded_.front().max_new_tokens;
+      ticket_of_run_[run_.submit(std::move(request))] = unencoded_.front().ticket;
+      unencoded_.pop_front();
+    }
+  }
+
+  const Qwen2AudioRecognizer& recognizer_;
+  int64_t batch_;
+  int64_t default_max_new_tokens_;
+  models::Qwen2AudioContinuousBatch run_;
+  std::deque<Unencoded> unencoded_;
+  std::unordered_map<int64_t, int64_t> ticket_of_run_;  // the generation's ticket -> ours
+  int64_t next_ticket_ = 0;
+};
+
+std::unique_ptr<ContinuousDecoder> Qwen2AudioRecognizer::start_continuous(
+    const DecodeOptions& defaults, int64_t max_batch_size) const {
+  return std::make_unique<Continuous>(*this, defaults, max_batch_size);
+}
+
 std::vector<Transcript> Qwen2AudioRecognizer::transcribe(std::span<const Waveform> utterances,
                                                          const DecodeOptions& options,
                                                          int64_t max_batch_size) const {
-  const int64_t max_new_tokens = options.get<int64_t>("max_new_tokens");
-  const int64_t batch = std::max<int64_t>(1, max_batch_size);
-  // The pool: `batch` sequences of the longest prompt (a full 30 s window's
-  // audio tokens) and max_new_tokens each, within the LM's positions.
-  const int64_t longest_audio =
-      models::Qwen2AudioEncoder::output_length(2 * source_.config.audio.max_source_positions);
-  const int64_t longest =
-      std::min<int64_t>(static_cast<int64_t>(prompt_ids(longest_audio).size()) + max_new_tokens,
-                        source_.config.text.max_position_embeddings);
-  models::Qwen2AudioBatchLimits limits;
-  limits.max_running = batch;
-  limits.blocks = batch * ((longest + limits.block_size - 1) / limits.block_size);
-  models::Qwen2AudioContinuousBatch run(*model_, source_.generation.eos_token_ids, limits);
-
+  Continuous decoder(*this, options, max_batch_size);
+  for (const Waveform& samples : utterances) decoder.submit(samples, options);
   std::vector<Transcript> out(utterances.size());
-  size_t encoded = 0;
-  // The audio tower runs `batch` utterances at a time, when the generation
-  // has fewer than `batch` waiting, so audio tokens never pile up.
-  const auto encode_next = [&] {
-    const size_t count = std::min(static_cast<size_t>(batch), utterances.size() - encoded);
-    std::vector<Tensor> mels;
-    std::vector<int64_t> frames;
-    for (size_t i = encoded; i < encoded + count; ++i) {
-      throw_if_cancelled();
-      const Waveform& samples = utterances[i];
-      mels.push_back(mel_.compute(samples).unsqueeze(0));
-      // The processor's feature_attention_mask: one frame per started hop,
-      // at least one (an empty utterance still has the window's first frame).
-      frames.push_back(std::max<int64_t>(
-          1, (static_cast<int64_t>(samples.size()) + audio::WhisperLogMel::kHopLength - 1) /
-                 audio::WhisperLogMel::kHopLength));
-    }
-    const Tensor mel = mels.size() == 1 ? mels[0] : ops::concat(mels, 0);
-    for (Tensor& tokens : model_->encode_audio(mel, frames)) {
-      models::Qwen2AudioRequest request;
-      request.ids = prompt_ids(tokens.size(0));
-      request.audio = std::move(tokens);
-      request.max_new_tokens = max_new_tokens;
-      run.submit(std::move(request));  // tickets follow the utterances' order
-    }
-    encoded += count;
-  };
-  while (encoded < utterances.size() || !run.idle()) {
+  while (decoder.pending() > 0) {
     throw_if_cancelled();
-    if (encoded < utterances.size() && run.waiting() < batch) encode_next();
-    for (models::Qwen2AudioContinuousBatch::Finished& done : run.iterate()) {
-      Transcript& t = out[static_cast<size_t>(done.ticket)];
-      t.tokens = std::move(done.tokens);
-      t.text = detokenize(t.tokens);
+    for (auto& [ticket, transcript] : decoder.step()) {
+      out[static_cast<size_t>(ticket)] = std::move(transcript);
     }
   }
   return out;

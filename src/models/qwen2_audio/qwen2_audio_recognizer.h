@@ -12,7 +12,8 @@
 // qwen2_audio_generation.h): an utterance joins the running batch when a
 // place frees and leaves it the step it ends, and its result never depends
 // on its neighbours. The pool holds max_batch_size sequences of the longest
-// prompt plus max_new_tokens.
+// prompt plus max_new_tokens. transcribe() and start_continuous() (the
+// server's continuous batching across requests) run the same decoder.
 #pragma once
 
 #include <memory>
@@ -46,13 +47,20 @@ class Qwen2AudioRecognizer final : public Recognizer {
   std::vector<Transcript> transcribe(std::span<const Waveform> utterances,
                                      const DecodeOptions& options,
                                      int64_t max_batch_size) const override;
+  bool decodes_continuously() const override { return true; }
+  std::unique_ptr<ContinuousDecoder> start_continuous(const DecodeOptions& defaults,
+                                                      int64_t max_batch_size) const override;
   std::string detokenize(std::span<const int64_t> tokens) const override;
   Module& module() override { return *model_; }
   const quant::QuantizationSpec& quantization_spec() const override { return spec_; }
 
  private:
+  class Continuous;  // the ContinuousDecoder both calls run
+
   // The prompt with its <|AUDIO|> expanded to `audio_tokens` placeholders.
   std::vector<int64_t> prompt_ids(int64_t audio_tokens) const;
+  // The mel frames the processor gives `samples` (its feature_attention_mask).
+  static int64_t mel_frames(size_t samples);
 
   models::Qwen2AudioSource source_;
   audio::WhisperLogMel mel_;
