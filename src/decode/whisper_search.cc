@@ -31,6 +31,11 @@ uint64_t mix64(uint64_t z) {
   return z ^ (z >> 31);
 }
 
+bool WhisperSearchOptions::is_eos(int64_t token) const {
+  return token == eos_token_id || std::find(more_eos_token_ids.begin(), more_eos_token_ids.end(),
+                                            token) != more_eos_token_ids.end();
+}
+
 void WhisperSearchOptions::validate() const {
   OASR_CHECK(!prompt.empty(), kInvalidArgument,
              "whisper search: the decoder prompt is empty; it starts with <|startoftranscript|>");
@@ -495,7 +500,7 @@ std::vector<WhisperHypothesis> whisper_greedy_search(WhisperDecoderStep& step, i
     for (int64_t i = 0; i < rows; ++i) {
       const int64_t b = active[static_cast<size_t>(i)];
       if (!unfinished[b]) continue;
-      if (next[i] == options.eos_token_id) {
+      if (options.is_eos(next[i])) {
         out[b].reached_eos = true;
         unfinished[b] = false;
       } else {
@@ -528,6 +533,9 @@ std::vector<WhisperHypothesis> whisper_beam_search(WhisperDecoderStep& step, int
              options.num_beams);
   const int64_t beams = options.num_beams;
   const int64_t rows = batch * beams;
+  // Candidates ranked per utterance: enough that num_beams survive every eos.
+  const int64_t kept =
+      std::max<int64_t>(2, 1 + 1 + static_cast<int64_t>(options.more_eos_token_ids.size())) * beams;
   const auto prompt_len = static_cast<int64_t>(options.prompt.size());
 
   std::vector<std::vector<int64_t>> sequences(static_cast<size_t>(rows), options.prompt);
@@ -556,7 +564,7 @@ std::vector<WhisperHypothesis> whisper_beam_search(WhisperDecoderStep& step, int
     std::vector<std::vector<Candidate>> candidates(static_cast<size_t>(batch));
     if (reduce_on_device(logits, options)) {
       // Each row's 2K best suffice: a row adds one score to all its tokens.
-      const int64_t k = 2 * beams;
+      const int64_t k = kept;
       const Tensor offsets = Tensor::from_vector(beam_scores, {rows}).to(logits.device());
       const ops::TopCandidates best =
           ops::top_candidates(logits, masks.get(logits, options, cur_len == prompt_len), offsets, k,
@@ -596,7 +604,7 @@ std::vector<WhisperHypothesis> whisper_beam_search(WhisperDecoderStep& step, int
         if (done[b]) continue;
         const std::span<const float> flat(data + b * beams * vocab,
                                           static_cast<size_t>(beams * vocab));
-        for (const int64_t at : torch_cpu_topk(flat, 2 * beams)) {
+        for (const int64_t at : torch_cpu_topk(flat, kept)) {
           candidates[static_cast<size_t>(b)].push_back(
               {flat[at], b * beams + at / vocab, at % vocab});
         }
@@ -620,7 +628,7 @@ std::vector<WhisperHypothesis> whisper_beam_search(WhisperDecoderStep& step, int
         const int64_t source = ranked[rank].row;
         const int64_t token = ranked[rank].token;
         const float score = ranked[rank].score;
-        if (token == options.eos_token_id) {
+        if (options.is_eos(token)) {
           // An eos outside the top num_beams candidates is not kept.
           if (static_cast<int64_t>(rank) >= beams) continue;
           hyps[b].add(sequences[source], score, generated_len, /*reached_eos=*/true);
@@ -632,7 +640,7 @@ std::vector<WhisperHypothesis> whisper_beam_search(WhisperDecoderStep& step, int
         }
       }
       OASR_CHECK(filled == beams, kInternal, "whisper beam search: only ", filled,
-                 " non-eos candidates among the top ", 2 * beams);
+                 " non-eos candidates among the top ", kept);
       done[b] = hyps[b].is_done(ranked.front().score, cur_len + 1, prompt_len);
     }
 

@@ -101,6 +101,10 @@ struct WhisperSearchOptions {
   std::vector<int64_t> prompt;  // the forced decoder input ids, at least one
   int64_t eos_token_id = -1;
   int64_t pad_token_id = -1;  // what a finished greedy row is fed
+  // More ids that end a hypothesis as eos does (generation_config.json's
+  // eos_token_id list past its first); beam search then ranks
+  // (1 + eos ids) * num_beams candidates per utterance, as HF does.
+  std::vector<int64_t> more_eos_token_ids;
   std::vector<int64_t> suppress_tokens;
   std::vector<int64_t> begin_suppress_tokens;
   int64_t max_length = 448;  // total tokens, prompt included
@@ -124,6 +128,7 @@ struct WhisperSearchOptions {
   // kInvalidArgument naming the field: empty prompt, max_length not above the
   // prompt length, num_beams < 1, negative token ids.
   void validate() const;
+  bool is_eos(int64_t token) const;
   std::string dump() const;
 };
 

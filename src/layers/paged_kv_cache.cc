@@ -33,6 +33,7 @@ PagedKvCache::PagedKvCache(const Layout& layout) : layout_(layout) {
     key_scales_ = Tensor::empty(scale_shape, DType::kF32, layout.device);
     value_scales_ = Tensor::empty(scale_shape, DType::kF32, layout.device);
   }
+  holders_.assign(static_cast<size_t>(layout.blocks), 0);
   free_.resize(static_cast<size_t>(layout.blocks));
   for (size_t i = 0; i < free_.size(); ++i) {
     free_[i] = static_cast<int32_t>(layout.blocks - 1 - static_cast<int64_t>(i));
@@ -65,16 +66,57 @@ const PagedKvCache::Sequence& PagedKvCache::find(SequenceId sequence, const char
   return it->second;
 }
 
+void PagedKvCache::give_back(std::span<const int32_t> blocks) {
+  for (const int32_t block : blocks) {
+    if (--holders_[static_cast<size_t>(block)] == 0) free_.push_back(block);
+  }
+  // Lowest index first again: descending order, so back() is the lowest.
+  std::sort(free_.begin(), free_.end(), std::greater<>());
+}
+
 void PagedKvCache::release(SequenceId sequence) {
   Sequence& s = find(sequence, "release");
   OASR_CHECK(
       std::find(step_sequences_.begin(), step_sequences_.end(), sequence) == step_sequences_.end(),
       kInvalidArgument, "paged KV cache release: sequence ", sequence,
       " is in the step in progress; commit or roll it back first");
-  free_.insert(free_.end(), s.blocks.begin(), s.blocks.end());
-  // Lowest index first again: descending order, so back() is the lowest.
-  std::sort(free_.begin(), free_.end(), std::greater<>());
+  give_back(s.blocks);
   sequences_.erase(sequence);
+}
+
+PagedKvCache::SequenceId PagedKvCache::fork(SequenceId source) {
+  OASR_CHECK(!in_step(), kInvalidArgument,
+             "paged KV cache fork: a step is in progress; commit or roll it back first");
+  const Sequence& from = find(source, "fork");
+  const int64_t used = from.length % layout_.block_size;  // tokens in a partial last block
+  OASR_CHECK(used == 0 || !free_.empty(), kOutOfMemory,
+             "paged KV cache fork: no free block for the copy of sequence ", source,
+             "'s last block (", layout_.blocks, " blocks, all held)");
+  Sequence copy{from.blocks, from.length};
+  if (used > 0) {
+    const int32_t partial = copy.blocks.back();
+    const int32_t own = free_.back();
+    free_.pop_back();
+    copy.blocks.back() = own;
+    holders_[static_cast<size_t>(own)] = 1;
+    std::vector<int64_t> slots(static_cast<size_t>(used));
+    for (int64_t i = 0; i < used; ++i) slots[static_cast<size_t>(i)] = own * layout_.block_size + i;
+    const Tensor to = Tensor::from_vector(slots, {used}).to(layout_.device);
+    std::vector<const Tensor*> pools = {&keys_, &values_};
+    if (layout_.fp8) pools.insert(pools.end(), {&key_scales_, &value_scales_});
+    for (const Tensor* pool : pools) {
+      for (int64_t l = 0; l < layout_.layers; ++l) {
+        const Tensor rows = slot_rows(*pool, l);
+        ops::write_slots(rows.narrow(0, int64_t{partial} * layout_.block_size, used), rows, to);
+      }
+    }
+  }
+  for (size_t i = 0; i + (used > 0 ? 1 : 0) < copy.blocks.size(); ++i) {
+    ++holders_[static_cast<size_t>(copy.blocks[i])];
+  }
+  const SequenceId id = next_id_++;
+  sequences_.emplace(id, std::move(copy));
+  return id;
 }
 
 int64_t PagedKvCache::length(SequenceId sequence) const {
@@ -119,6 +161,7 @@ void PagedKvCache::begin_step(std::span<const SequenceId> sequences, int64_t n) 
       while (static_cast<int64_t>(s.blocks.size()) < blocks_for(s.length + n)) {
         s.blocks.push_back(free_.back());
         step_taken_.push_back(free_.back());
+        holders_[static_cast<size_t>(free_.back())] = 1;
         free_.pop_back();
       }
       widest = std::max<int64_t>(widest, static_cast<int64_t>(s.blocks.size()));
@@ -233,8 +276,7 @@ void PagedKvCache::rollback() {
     Sequence& s = sequences_.at(id);
     s.blocks.resize(static_cast<size_t>(blocks_for(s.length)));
   }
-  free_.insert(free_.end(), step_taken_.begin(), step_taken_.end());
-  std::sort(free_.begin(), free_.end(), std::greater<>());
+  give_back(step_taken_);
   step_sequences_.clear();
   step_taken_.clear();
   step_max_keys_ = 0;

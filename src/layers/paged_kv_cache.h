@@ -26,6 +26,12 @@
 // rollback() instead forgets the step (and gives back the blocks it took).
 // Blocks are handed out lowest index first from a free list, so a run's
 // placement is reproducible; where a block sits never changes a result.
+//
+// Beam search forks sequences (fork(source)): the new sequence shares the
+// source's full blocks (a count of holders per block; a block is free when
+// none holds it) and gets a copy of its partly filled last block, so a
+// shared block is always full and never written again: tokens are appended
+// only to a sequence's own last block or to new ones.
 #pragma once
 
 #include <cstdint>
@@ -64,8 +70,13 @@ class PagedKvCache {
 
   // A new, empty sequence (no blocks yet).
   SequenceId open();
-  // Gives the sequence's blocks back at once; the id is then unknown.
-  // Refused during a step that holds it.
+  // A new sequence holding what `source` holds (see above: the full blocks
+  // shared, the last partial one copied). Refused during a step, and
+  // (kOutOfMemory, the cache unchanged) when no block is free for the copy.
+  SequenceId fork(SequenceId source);
+  // Gives the sequence's blocks back at once (a shared block when its last
+  // holder lets go); the id is then unknown. Refused during a step that
+  // holds it.
   void release(SequenceId sequence);
   int64_t length(SequenceId sequence) const;  // committed tokens
   int64_t sequences() const { return static_cast<int64_t>(sequences_.size()); }
@@ -100,11 +111,13 @@ class PagedKvCache {
   // Layer `layer` of a pool as [blocks * block_size, inner * heads] rows.
   Tensor slot_rows(const Tensor& pool, int64_t layer) const;
   bool in_step() const { return !step_sequences_.empty(); }
+  void give_back(std::span<const int32_t> blocks);  // one holder fewer each
 
   Layout layout_;
   Tensor keys_, values_;              // [layers, blocks, block_size, heads, head_dim]
   Tensor key_scales_, value_scales_;  // fp8: float32 [layers, blocks, block_size, heads, 1]
   std::vector<int32_t> free_;         // descending, so back() is the lowest free block
+  std::vector<int32_t> holders_;      // per block: the sequences holding it
   std::unordered_map<SequenceId, Sequence> sequences_;
   SequenceId next_id_ = 0;
   // The step in progress.

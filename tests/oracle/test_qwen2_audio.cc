@@ -26,6 +26,7 @@
 #include <fstream>
 #include <functional>
 #include <iostream>
+#include <map>
 #include <nlohmann/json.hpp>
 #include <span>
 #include <string>
@@ -35,6 +36,7 @@
 #include "core/error.h"
 #include "decode/byte_bpe_tokenizer.h"
 #include "engine/asr_engine.h"
+#include "engine/continuous_batch.h"
 #include "io/safetensors.h"
 #include "models/qwen2_audio/qwen2_audio_dir.h"
 #include "models/qwen2_audio/qwen2_audio_generation.h"
@@ -236,6 +238,63 @@ TEST(Qwen2AudioOracle, EngineTranscribesAsTransformers) {
 // requests of different prompt lengths and token budgets, joining a running
 // batch at different steps, and requests preempted when the pool runs short
 // and started over, each give exactly the tokens they give alone.
+// Beam search with 3 beams gives generate(num_beams=3)'s tokens (the
+// generator's beam_search(): transformers' BeamSearchScorer) and its
+// sequences_scores: float32 on both sides, the per-token log-probabilities
+// differing by the logits' 4e-5, so the length-normalised score within 2e-4.
+// The same requests beside greedy ones in one continuous batch (the server's
+// path) get the same tokens.
+TEST(Qwen2AudioOracle, BeamSearchGivesTransformersTokensAndScores) {
+  const Case& c = the_case();
+  const Served served = served_utterances(c);
+  std::vector<std::vector<int64_t>> expected;
+  std::vector<float> scores;
+  for (const json& u : c.summary.at("utterances")) {
+    const std::string key = u.at("id").get<std::string>();
+    expected.push_back(ids_of(c.reference.get(key + ".beam3")));
+    scores.push_back(c.reference.get(key + ".beam3_score").data<float>()[0]);
+  }
+  engine::EngineConfig config;
+  config.ckpt_dir = testing::oracle_dir() / "model";
+  config.max_batch_size = 2;
+  const engine::ASREngine asr(config);
+  engine::DecodeOverrides beam;
+  beam.set("decode_method", "beam_search");
+  beam.set("beam_size", int64_t{3});
+  const std::vector<engine::Transcript> got = asr.transcribe(served.waves, beam);
+  ASSERT_EQ(got.size(), expected.size());
+  for (size_t i = 0; i < got.size(); ++i) {
+    EXPECT_EQ(got[i].tokens, expected[i]) << "utterance " << i;
+    EXPECT_NE(got[i].tokens, served.tokens[i])
+        << "utterance " << i << ": beam == greedy proves little";
+    EXPECT_NEAR(got[i].score, scores[i], 2e-4) << "utterance " << i;
+    std::cout << "utterance " << i << ": sequences_scores " << got[i].score << " vs " << scores[i]
+              << "\n";
+  }
+  engine::ContinuousBatch batch = engine::ContinuousBatch(asr);
+  std::map<int64_t, std::vector<int64_t>> want;
+  for (size_t round = 0; round < 2; ++round) {
+    for (size_t i = 0; i < served.waves.size(); ++i) {
+      const bool beamed = (round + i) % 2 == 1;
+      const int64_t ticket =
+          batch.submit(served.waves[i], beamed ? beam : engine::DecodeOverrides{},
+                       "utterance " + std::to_string(i));
+      want[ticket] = beamed ? expected[i] : served.tokens[i];
+    }
+  }
+  std::map<int64_t, std::vector<int64_t>> answered;
+  while (batch.pending() > 0) {
+    for (auto& [ticket, result] : batch.step()) {
+      ASSERT_TRUE(result.ok()) << result.error->what();
+      answered[ticket] = result.transcript->tokens;
+    }
+  }
+  EXPECT_EQ(answered, want);
+  engine::DecodeOverrides one_beam = beam;
+  one_beam.set("beam_size", int64_t{1});
+  EXPECT_THROW(asr.transcribe(served.waves, one_beam), Error);
+}
+
 TEST(Qwen2AudioOracle, ContinuousBatchingGivesEachRequestItsTokensAlone) {
   const Case& c = the_case();
   const auto tokenizer =

@@ -33,11 +33,13 @@ def write_float_wav(path, samples, rate=16000):
         f.write(header + data)
 
 
-def tokens_of(url, path, max_new_tokens=None):
+def tokens_of(url, path, max_new_tokens=None, beams=None):
     """The server's tokens for one upload (verbose_json's one segment) and its HTTP status."""
     form = ["-F", f"file=@{path}", "-F", "model=model", "-F", "response_format=verbose_json"]
     if max_new_tokens is not None:
         form += ["-F", f"max_new_tokens={max_new_tokens}"]
+    if beams is not None:
+        form += ["-F", "decode_method=beam_search", "-F", f"beam_size={beams}"]
     r = subprocess.run(["curl", "-sS", "-w", "\n%{http_code}", *form,
                         url + "/v1/audio/transcriptions"], capture_output=True, text=True,
                        check=True, timeout=120)
@@ -53,42 +55,48 @@ def oracle(tmp_path_factory):
     if not ORACLE or not os.path.isdir(os.path.join(ORACLE, "model")):
         pytest.skip("OASR_QWEN2_AUDIO_DIR (the qwen2_audio oracle fixture) is absent")
     reference = load_file(os.path.join(ORACLE, "reference", "reference.safetensors"))
-    wavs = {}
+    wavs, beams = {}, {}
     for uid in ("u00", "u01"):
         path = str(tmp_path_factory.mktemp("audio") / f"{uid}.wav")
         write_float_wav(path, reference[f"{uid}.audio"])
         wavs[path] = [int(t) for t in reference[f"{uid}.greedy"]]
-    return wavs
+        beams[path] = [int(t) for t in reference[f"{uid}.beam3"]]
+    return wavs, beams
 
 
 def test_staggered_requests_get_their_tokens_alone(oracle):
-    # Requests: every file with the default budget (16 tokens), and every
-    # other one again with its own (3 or 40: shorter and longer than the
-    # default, the longer one outgrowing the pool's default sizing).
-    requests = [(path, None) for path in [*oracle, *SOUNDS]]
-    requests += [(path, 3 if i % 4 == 0 else 40) for i, path in enumerate([*oracle, *SOUNDS])
-                 if i % 2 == 0]
+    oracle, beamed = oracle
+    # Requests: every file with the default budget (16 tokens), every other
+    # one again with its own (3 or 40: shorter and longer than the default,
+    # the longer one outgrowing the pool's default sizing), and the oracle
+    # utterances with beam search (3 beams).
+    requests = [(path, None, None) for path in [*oracle, *SOUNDS]]
+    requests += [(path, 3 if i % 4 == 0 else 40, None)
+                 for i, path in enumerate([*oracle, *SOUNDS]) if i % 2 == 0]
+    requests += [(path, None, 3) for path in oracle]
     server = Server("--max-batch-size", "4", model=os.path.join(ORACLE, "model"))
     try:
         assert any("continuous batching of up to 4 requests" in line for line in server.log), \
             "".join(server.log)
         alone = {}
-        for path, budget in requests:
-            status, tokens = tokens_of(server.url, path, budget)
+        for path, budget, beams in requests:
+            status, tokens = tokens_of(server.url, path, budget, beams)
             assert status == 200, tokens
-            alone[(path, budget)] = tokens
+            alone[(path, budget, beams)] = tokens
         # The upstream oracle: transformers' greedy tokens of the fixture's utterances.
         # A budget of its own: greedy's first tokens, up to the budget.
-        for (path, budget), tokens in alone.items():
+        for path, expected in beamed.items():
+            assert alone[(path, None, 3)] == expected
+        for (path, budget, beams), tokens in alone.items():
             assert 0 < len(tokens) <= (budget or 16), (path, budget, tokens)
-            if path in oracle:
+            if path in oracle and beams is None:
                 shared = min(budget or 16, 16)
                 assert tokens[:shared] == oracle[path][:shared], (path, budget, tokens)
 
         def staggered(k):
             time.sleep(0.004 * k)
-            path, budget = requests[k % len(requests)]
-            return (path, budget), tokens_of(server.url, path, budget)
+            key = requests[k % len(requests)]
+            return key, tokens_of(server.url, *key)
 
         with concurrent.futures.ThreadPoolExecutor(16) as pool:
             replies = list(pool.map(staggered, range(3 * len(requests))))
@@ -114,6 +122,7 @@ def test_staggered_requests_get_their_tokens_alone(oracle):
 def test_a_request_that_can_never_fit_is_refused_alone(oracle):
     """A budget past the LM's positions is refused by name (400) while the
     requests around it are served."""
+    oracle, _ = oracle
     path = next(iter(oracle))
     server = Server("--max-batch-size", "2", model=os.path.join(ORACLE, "model"))
     try:

@@ -263,10 +263,11 @@ TEST(EngineOptions, TheLoadedArchitectureRefusesKeysItDoesNotDeclare) {
                    "length_penalty, timestamps"});
   engine::DecodeOverrides beam;
   beam.set("decode_method", std::string("beam_search"));
-  expect_contains(refusal([&] { models::check_decode_values(u2pp, beam); }),
-                  {"decode method 'beam_search' is not a U2++ method (Whisper checkpoints take "
-                   "it); this U2++ checkpoint takes ctc_greedy_search, ctc_prefix_beam_search or "
-                   "attention_rescoring"});
+  expect_contains(
+      refusal([&] { models::check_decode_values(u2pp, beam); }),
+      {"decode method 'beam_search' is not a U2++ method (Whisper, Qwen2-Audio checkpoints take "
+       "it); this U2++ checkpoint takes ctc_greedy_search, ctc_prefix_beam_search or "
+       "attention_rescoring"});
   engine::DecodeOverrides wide;
   wide.set("reverse_weight", 1.5);
   expect_contains(refusal([&] { models::check_decode_values(u2pp, wide); }),

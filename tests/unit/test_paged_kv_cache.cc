@@ -257,6 +257,35 @@ void expect_cache_reads_what_was_written(Device device, DType dtype, int64_t d, 
   step({live[2]}, 5);
   step(live, 1);
   step(live, 1);
+  // Beam search's fork: the full blocks shared, a partial last block copied;
+  // afterwards each of the two appends to its own last block.
+  step({live[0]}, 1);  // 13 tokens: 3 full blocks and 1 token in a fourth
+  const auto fork_of = [&](Id source) {
+    const Id forked = cache.fork(source);
+    written[forked] = written[source];
+    written_values[forked] = written_values[source];
+    return forked;
+  };
+  int64_t free_now = cache.free_blocks();
+  const Id beam = fork_of(live[0]);
+  EXPECT_EQ(cache.free_blocks(), free_now - 1) << where << ": one block for the partial copy";
+  EXPECT_EQ(cache.length(beam), 13) << where;
+  step({live[0], beam}, 1);  // both write slot 2 of their own fourth block
+  step({beam, live[0]}, 3);  // and each takes a fifth
+  free_now = cache.free_blocks();
+  cache.release(live[0]);  // its fourth and fifth blocks; the shared three stay with the beam
+  EXPECT_EQ(cache.free_blocks(), free_now + 2) << where;
+  live.erase(live.begin());
+  step({beam}, 3);  // 20 tokens: 5 full blocks
+  free_now = cache.free_blocks();
+  const Id aligned = fork_of(beam);
+  EXPECT_EQ(cache.free_blocks(), free_now) << where << ": nothing to copy at a block boundary";
+  step({aligned, beam}, 1);
+  step({beam, aligned, live[0]}, 2);
+  for (const Id id : {beam, aligned}) cache.release(id);
+  cache.release(live[0]);
+  cache.release(live[1]);
+  EXPECT_EQ(cache.free_blocks(), layout.blocks) << where << ": every block back";
 }
 
 TEST(PagedKvCache, SequencesReadExactlyTheirOwnTokens) {

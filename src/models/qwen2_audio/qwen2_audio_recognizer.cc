@@ -6,6 +6,7 @@
 
 #include "core/cancellation.h"
 #include "core/error.h"
+#include "models/qwen2_audio/qwen2_audio_beam.h"
 #include "models/qwen2_audio/qwen2_audio_generation.h"
 #include "models/qwen2_audio/qwen2_audio_materialize.h"
 #include "ops/concat.h"
@@ -14,6 +15,11 @@ namespace oasr::engine {
 namespace {
 
 constexpr const char* kGreedy = "greedy_search";
+constexpr const char* kBeam = "beam_search";
+constexpr int64_t kDefaultBeams = 5;
+// Each beam is a sequence of the LM; past this a request costs more than a
+// batch of greedy ones.
+constexpr int64_t kMaxBeams = 16;
 // The longest generation a request may ask for: the LM's positions bound it
 // anyway; this keeps a typo from decoding for minutes.
 constexpr int64_t kMaxNewTokens = 4096;
@@ -25,9 +31,9 @@ std::vector<DecodeOptionSpec> qwen2_audio_decode_options() {
   DecodeOptionSpec method;
   method.key = kDecodeMethodKey;
   method.kind = DecodeValueKind::kText;
-  method.help = "greedy search (HF generate's num_beams 1)";
+  method.help = "greedy search (HF generate's num_beams 1) or beam search (its num_beams > 1)";
   method.default_text = kGreedy;
-  method.choices = {kGreedy};
+  method.choices = {kGreedy, kBeam};
   method.aliases = {"decoding_method"};
   specs.push_back(method);
   specs.push_back({.key = "max_new_tokens",
@@ -36,6 +42,17 @@ std::vector<DecodeOptionSpec> qwen2_audio_decode_options() {
                    .default_text = "generation_config.json's max_new_tokens",
                    .min = 1,
                    .max = static_cast<double>(kMaxNewTokens)});
+  specs.push_back({.key = "beam_size",
+                   .kind = DecodeValueKind::kInteger,
+                   .help = "beam_search: beams (HF's num_beams)",
+                   .default_text = std::to_string(kDefaultBeams),
+                   .min = 1,
+                   .max = static_cast<double>(kMaxBeams)});
+  specs.push_back({.key = "length_penalty",
+                   .kind = DecodeValueKind::kNumber,
+                   .help = "beam_search: a finished hypothesis scores sum_logprobs / length ^ "
+                           "length_penalty",
+                   .default_text = "1.0"});
   return specs;
 }
 
@@ -63,12 +80,29 @@ Recognizer::AudioLimit Qwen2AudioRecognizer::audio_limit(const DecodeOptions& op
           "Qwen2-Audio's audio tower reads one 30 s window (its 3000 mel frames)"};
 }
 
+// greedy_search unless told; beam_search with 5 beams unless beam_size says
+// otherwise (Whisper's rules and messages).
 DecodeOptions Qwen2AudioRecognizer::resolve_decode(const DecodeOverrides& overrides) const {
   DecodeOptions resolved;
-  resolved.set(kDecodeMethodKey, overrides.find<std::string>(kDecodeMethodKey).value_or(kGreedy));
+  const std::string method = overrides.find<std::string>(kDecodeMethodKey).value_or(kGreedy);
+  const std::optional<int64_t> beam_size = overrides.find<int64_t>("beam_size");
+  if (method == kGreedy) {
+    OASR_CHECK(!beam_size || *beam_size == 1, kInvalidArgument,
+               "greedy_search keeps one hypothesis; drop --beam-size ", beam_size.value_or(1),
+               " or use --decode-method beam_search");
+    OASR_CHECK(!overrides.has("length_penalty"), kInvalidArgument,
+               "--length-penalty scores the finished hypotheses of beam_search; greedy_search "
+               "has none: drop it or use --decode-method beam_search");
+  } else {
+    OASR_CHECK(!beam_size || *beam_size >= 2, kInvalidArgument,
+               "beam_search needs --beam-size 2 or more; 1 is greedy_search");
+  }
+  resolved.set(kDecodeMethodKey, method);
   resolved.set(
       "max_new_tokens",
       overrides.find<int64_t>("max_new_tokens").value_or(source_.generation.max_new_tokens));
+  resolved.set("beam_size", method == kGreedy ? int64_t{1} : beam_size.value_or(kDefaultBeams));
+  resolved.set("length_penalty", overrides.find<double>("length_penalty").value_or(1.0));
   const std::vector<DecodeOptionSpec> specs = qwen2_audio_decode_options();
   for (const auto& [key, value] : resolved.items()) {
     check_decode_value(*find_decode_spec(specs, key), value);
@@ -98,7 +132,9 @@ int64_t Qwen2AudioRecognizer::mel_frames(size_t samples) {
 
 // Utterances wait as samples; the audio tower encodes up to `batch` of them
 // at a time, when the generation has fewer than `batch` waiting, so audio
-// tokens never pile up; the generation runs one iteration per step().
+// tokens never pile up; the generation runs one iteration per step(). A
+// beam-search request runs its whole search alone, in one step (the greedy
+// sequences wait for it; its beams have a cache of their own).
 class Qwen2AudioRecognizer::Continuous final : public ContinuousDecoder {
  public:
   Continuous(const Qwen2AudioRecognizer& recognizer, const DecodeOptions& defaults, int64_t batch)
@@ -109,26 +145,41 @@ class Qwen2AudioRecognizer::Continuous final : public ContinuousDecoder {
              limits(recognizer, defaults, batch_)) {}
 
   int64_t submit(Waveform samples, const DecodeOptions& options) override {
-    const int64_t max_new_tokens = options.get<int64_t>("max_new_tokens");
+    Unencoded next{next_ticket_,
+                   {},
+                   options.get<int64_t>("max_new_tokens"),
+                   options.get<int64_t>("beam_size"),
+                   options.get<double>("length_penalty")};
     const int64_t audio_tokens =
         models::Qwen2AudioEncoder::output_length(mel_frames(samples.size()));
-    try {
-      run_.check_fits(static_cast<int64_t>(recognizer_.prompt_ids(audio_tokens).size()),
-                      max_new_tokens);
-    } catch (const Error& e) {
-      throw Error(e.code(), std::string(e.what()) + " (the pool holds " + std::to_string(batch_) +
-                                " sequences of a full 30 s prompt and the default max_new_tokens " +
-                                std::to_string(default_max_new_tokens_) +
-                                ": --max-batch-size and --max-new-tokens size it)");
+    const auto prompt = static_cast<int64_t>(recognizer_.prompt_ids(audio_tokens).size());
+    if (next.beams > 1) {
+      const int64_t positions = recognizer_.source_.config.text.max_position_embeddings;
+      OASR_CHECK(prompt < positions, kInvalidArgument, "Qwen2-Audio: a ", prompt,
+                 "-token prompt does not leave room in the LM's ", positions, " positions");
+    } else {
+      try {
+        run_.check_fits(prompt, next.max_new_tokens);
+      } catch (const Error& e) {
+        throw Error(e.code(), std::string(e.what()) + " (the pool holds " + std::to_string(batch_) +
+                                  " sequences of a full 30 s prompt and the default "
+                                  "max_new_tokens " +
+                                  std::to_string(default_max_new_tokens_) +
+                                  ": --max-batch-size and --max-new-tokens size it)");
+      }
     }
-    const int64_t ticket = next_ticket_++;
-    unencoded_.push_back({ticket, {samples.begin(), samples.end()}, max_new_tokens});
-    return ticket;
+    next.samples.assign(samples.begin(), samples.end());
+    (next.beams > 1 ? beam_waiting_ : unencoded_).push_back(std::move(next));
+    return next_ticket_++;
   }
 
   std::vector<std::pair<int64_t, Transcript>> step() override {
-    if (!unencoded_.empty() && run_.waiting() < batch_) encode_next();
     std::vector<std::pair<int64_t, Transcript>> out;
+    if (!beam_waiting_.empty()) {
+      out.emplace_back(beam_waiting_.front().ticket, beam_search(beam_waiting_.front()));
+      beam_waiting_.pop_front();
+    }
+    if (!unencoded_.empty() && run_.waiting() < batch_) encode_next();
     for (models::Qwen2AudioContinuousBatch::Finished& done : run_.iterate()) {
       Transcript t;
       t.tokens = std::move(done.tokens);
@@ -140,7 +191,7 @@ class Qwen2AudioRecognizer::Continuous final : public ContinuousDecoder {
   }
 
   int64_t pending() const override {
-    return static_cast<int64_t>(unencoded_.size() + ticket_of_run_.size());
+    return static_cast<int64_t>(beam_waiting_.size() + unencoded_.size() + ticket_of_run_.size());
   }
 
  private:
@@ -148,7 +199,26 @@ class Qwen2AudioRecognizer::Continuous final : public ContinuousDecoder {
     int64_t ticket;
     std::vector<float> samples;
     int64_t max_new_tokens;
+    int64_t beams;  // 1: greedy
+    double length_penalty;
   };
+
+  Transcript beam_search(const Unencoded& waiting) const {
+    const Tensor mel = recognizer_.mel_.compute(waiting.samples).unsqueeze(0);
+    const int64_t frames = mel_frames(waiting.samples.size());
+    models::Qwen2AudioRequest request;
+    request.audio = std::move(recognizer_.model_->encode_audio(mel, std::span(&frames, 1))[0]);
+    request.ids = recognizer_.prompt_ids(request.audio.size(0));
+    request.max_new_tokens = waiting.max_new_tokens;
+    const models::Qwen2AudioBeamResult best = models::qwen2_audio_beam_search(
+        *recognizer_.model_, request,
+        {waiting.beams, waiting.length_penalty, recognizer_.source_.generation.eos_token_ids});
+    Transcript t;
+    t.tokens = best.tokens;
+    t.text = recognizer_.detokenize(t.tokens);
+    t.score = best.score;
+    return t;
+  }
 
   // The pool: `batch` sequences of the longest prompt (a full 30 s window's
   // audio tokens) and the default max_new_tokens each, within the LM's
@@ -195,7 +265,8 @@ class Qwen2AudioRecognizer::Continuous final : public ContinuousDecoder {
   int64_t batch_;
   int64_t default_max_new_tokens_;
   models::Qwen2AudioContinuousBatch run_;
-  std::deque<Unencoded> unencoded_;
+  std::deque<Unencoded> unencoded_;                     // greedy requests
+  std::deque<Unencoded> beam_waiting_;                  // beam-search requests, one a step
   std::unordered_map<int64_t, int64_t> ticket_of_run_;  // the generation's ticket -> ours
   int64_t next_ticket_ = 0;
 };

@@ -20,6 +20,10 @@ DIR/reference/reference.safetensors holds, per utterance uNN:
   uNN.prefill_logits  the LM's logits at the prompt's last position [vocab]
   uNN.greedy          the new tokens of greedy search (generate()'s greedy,
                       written out: see greedy())
+  uNN.beam3           the new tokens of beam search with 3 beams (generate()'s
+                      _beam_search loop written out around transformers' own
+                      BeamSearchScorer: see beam_search()), eos excluded
+  uNN.beam3_score     its sequences_scores (float32 [1])
 DIR/reference/summary.json: the prompt text, the decoded greedy text, the
 audio token counts, the smallest top-1 / top-2 logit margin over the greedy
 steps (how much numerical noise the token comparison tolerates).
@@ -123,6 +127,61 @@ def greedy(model, inputs, max_new_tokens, eos):
     return tokens, torch.stack(scores)
 
 
+def beam_search(model, inputs, num_beams, max_new_tokens, eos, pad):
+    """generate(num_beams=K, do_sample=False)'s _beam_search of transformers
+    4.46, written out for the reason greedy() is, with transformers' own
+    BeamSearchScorer doing the ranking, the hypotheses and the finalize: the
+    prompt with the audio expanded K times, log_softmax of the last logits plus
+    the running beam scores, the top max(2, 1 + n_eos) * K of the flat
+    [K * V] row, the scorer's process, the cache reordered by its beam_idx,
+    until the scorer is done or max_new_tokens are generated."""
+    from transformers.generation.beam_search import BeamSearchScorer
+    expanded = {k: v.repeat_interleave(num_beams, dim=0) for k, v in inputs.items()}
+    out = model(**expanded, use_cache=True)
+    attention_mask = out.attention_mask
+    past = out.past_key_values
+    input_ids = expanded["input_ids"]
+    prompt_len = input_ids.shape[-1]
+    scorer = BeamSearchScorer(batch_size=1, num_beams=num_beams, device="cpu",
+                              length_penalty=1.0, do_early_stopping=False,
+                              num_beam_hyps_to_keep=1, max_length=prompt_len + max_new_tokens)
+    beam_scores = torch.zeros(num_beams)
+    beam_scores[1:] = -1e9
+    vocab = out.logits.shape[-1]
+    while True:
+        scores = torch.log_softmax(out.logits[:, -1].float(), dim=-1) + beam_scores[:, None]
+        top, at = torch.topk(scores.view(1, num_beams * vocab), 2 * num_beams, dim=1,
+                             largest=True, sorted=True)
+        next_indices = torch.div(at, vocab, rounding_mode="floor")
+        next_tokens = at % vocab
+        step = scorer.process(input_ids, top, next_tokens, next_indices, pad_token_id=pad,
+                              eos_token_id=eos, decoder_prompt_len=prompt_len)
+        beam_scores = step["next_beam_scores"]
+        beam_idx = step["next_beam_indices"]
+        chosen = step["next_beam_tokens"]
+        input_ids = torch.cat([input_ids[beam_idx], chosen[:, None]], dim=-1)
+        # generate()'s _temporary_reorder_cache of a legacy tuple cache.
+        past = (past.reorder_cache(beam_idx) or past) if hasattr(past, "reorder_cache") else \
+            tuple(tuple(t.index_select(0, beam_idx) for t in layer) for layer in past)
+        attention_mask = attention_mask[beam_idx]
+        if scorer.is_done or input_ids.shape[-1] >= prompt_len + max_new_tokens:
+            break
+        attention_mask = torch.cat([attention_mask, attention_mask.new_ones((num_beams, 1))], -1)
+        position = attention_mask.long().sum(-1, keepdim=True) - 1
+        out = model.language_model(input_ids=chosen[:, None], attention_mask=attention_mask,
+                                   position_ids=position, past_key_values=past, use_cache=True)
+        past = out.past_key_values
+    final = scorer.finalize(input_ids, beam_scores, next_tokens, next_indices, pad_token_id=pad,
+                            eos_token_id=eos, max_length=prompt_len + max_new_tokens,
+                            decoder_prompt_len=prompt_len)
+    tokens = [t for t in final["sequences"][0, prompt_len:].tolist()]
+    while tokens and tokens[-1] == pad:
+        tokens.pop()
+    if tokens and tokens[-1] == eos:
+        tokens.pop()
+    return tokens, float(final["sequence_scores"][0])
+
+
 def main():
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--out", required=True)
@@ -171,6 +230,9 @@ def main():
         frames = int(inputs["feature_attention_mask"].sum())
         with torch.no_grad():
             new_tokens, scores = greedy(model, inputs, 16, config.text_config.eos_token_id)
+            beam_tokens, beam_score = beam_search(model, inputs, 3, 16,
+                                                  config.text_config.eos_token_id,
+                                                  tokenizer.pad_token_id)
             _, audio_tokens = model.audio_tower._get_feat_extract_output_lengths(
                 inputs["feature_attention_mask"].sum(-1))
             audio_tokens = int(audio_tokens)
@@ -198,9 +260,11 @@ def main():
         tensors[f"{key}.input_ids"] = torch.tensor(expanded, dtype=torch.int64)
         tensors[f"{key}.prefill_logits"] = scores[0].contiguous()
         tensors[f"{key}.greedy"] = torch.tensor(new_tokens, dtype=torch.int64)
+        tensors[f"{key}.beam3"] = torch.tensor(beam_tokens, dtype=torch.int64)
+        tensors[f"{key}.beam3_score"] = torch.tensor([beam_score], dtype=torch.float32)
         utterances.append({"id": key, "seconds": seconds, "mel_frames": frames,
                            "audio_tokens": audio_tokens, "prompt_tokens": prompt_length,
-                           "greedy": new_tokens,
+                           "greedy": new_tokens, "beam3": beam_tokens, "beam3_score": beam_score,
                            "text": tokenizer.decode(new_tokens, skip_special_tokens=True),
                            "min_top2_margin": margin})
     summary = {"generator": "tests/oracle/qwen2_audio/make_qwen2_audio_case.py",
