@@ -423,6 +423,24 @@ TEST(Qwen2AudioOracle, CudaServesTheTokensOfTransformersAndOfEachRowAlone) {
                 << " utterances with transformers' float32 tokens\n";
     }
   }
+  // Beam search on the device (each step's candidates ranked there, the
+  // beams forking the paged prompt): float32 gives generate(num_beams=3)'s
+  // tokens and scores.
+  engine::EngineConfig config;
+  config.ckpt_dir = testing::oracle_dir() / "model";
+  config.device = "cuda";
+  config.max_batch_size = 2;
+  const engine::ASREngine asr(config);
+  engine::DecodeOverrides beam;
+  beam.set("decode_method", "beam_search");
+  beam.set("beam_size", int64_t{3});
+  const std::vector<engine::Transcript> got = asr.transcribe(waves, beam);
+  ASSERT_EQ(got.size(), waves.size());
+  for (size_t i = 0; i < waves.size(); ++i) {
+    const std::string key = c.summary.at("utterances").at(i).at("id").get<std::string>();
+    EXPECT_EQ(got[i].tokens, ids_of(c.reference.get(key + ".beam3"))) << "beam, utterance " << i;
+    EXPECT_NEAR(got[i].score, c.reference.get(key + ".beam3_score").data<float>()[0], 2e-4) << i;
+  }
 }
 
 TEST(Qwen2AudioOracle, RefusesAMismatchedPlaceholderCount) {
