@@ -56,6 +56,8 @@ Batcher::Batcher(const engine::ASREngine& engine, BatcherOptions options, BatchO
   OASR_CHECK(options_.max_batch > 0, kInvalidArgument, "--max-batch-size must be at least 1");
   OASR_CHECK(options_.max_queue > 0, kInvalidArgument, "--max-queue must be at least 1");
   if (engine_.decodes_continuously()) {
+    // Made here, so a pool that does not fit the device fails the start-up.
+    continuous_ = engine_.start_continuous();
     worker_ = std::thread([this] { run_continuous(); });
   } else {
     worker_ = std::thread([this] { run(); });
@@ -167,7 +169,7 @@ void Batcher::run() {
 }
 
 void Batcher::run_continuous() {
-  std::unique_ptr<engine::ContinuousBatch> batch = engine_.start_continuous();
+  engine::ContinuousBatch& batch = *continuous_;
   std::unordered_map<int64_t, BatchJob> in_flight;  // by ticket
   std::unique_lock lock(mutex_);
   while (true) {
@@ -188,7 +190,7 @@ void Batcher::run_continuous() {
         continue;
       }
       try {
-        const int64_t ticket = batch->submit(job.samples, job.overrides, job.label);
+        const int64_t ticket = batch.submit(job.samples, job.overrides, job.label);
         job.samples = {};  // the batch holds its copy
         in_flight.emplace(ticket, std::move(job));
       } catch (const std::exception& e) {
@@ -200,7 +202,7 @@ void Batcher::run_continuous() {
       const auto started = std::chrono::steady_clock::now();
       std::vector<std::pair<int64_t, engine::UtteranceResult>> finished;
       try {
-        finished = batch->step();
+        finished = batch.step();
       } catch (const std::exception& e) {  // the device failed: every job in flight fails
         const engine::UtteranceResult result = failure(e);
         for (auto& [ticket, job] : in_flight) job.done(result);

@@ -24,6 +24,7 @@
 #include <cstdint>
 #include <deque>
 #include <functional>
+#include <memory>
 #include <mutex>
 #include <span>
 #include <string>
@@ -31,6 +32,7 @@
 #include <vector>
 
 #include "engine/asr_engine.h"
+#include "engine/continuous_batch.h"
 
 namespace oasr::server {
 
@@ -95,6 +97,7 @@ class Batcher {
   std::condition_variable arrived_;
   std::deque<BatchJob> queue_;
   bool stopping_ = false;
+  std::unique_ptr<engine::ContinuousBatch> continuous_;  // continuous mode only
   std::thread worker_;
 };
 
