@@ -533,9 +533,10 @@ std::vector<WhisperHypothesis> whisper_beam_search(WhisperDecoderStep& step, int
              options.num_beams);
   const int64_t beams = options.num_beams;
   const int64_t rows = batch * beams;
-  // Candidates ranked per utterance: enough that num_beams survive every eos.
-  const int64_t kept =
-      std::max<int64_t>(2, 1 + 1 + static_cast<int64_t>(options.more_eos_token_ids.size())) * beams;
+  // Candidates ranked per utterance: enough that num_beams survive every eos
+  // id (HF's max(2, 1 + eos ids) * num_beams).
+  const auto eos_ids = 1 + static_cast<int64_t>(options.more_eos_token_ids.size());
+  const int64_t kept = std::max<int64_t>(2, 1 + eos_ids) * beams;
   const auto prompt_len = static_cast<int64_t>(options.prompt.size());
 
   std::vector<std::vector<int64_t>> sequences(static_cast<size_t>(rows), options.prompt);

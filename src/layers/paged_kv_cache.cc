@@ -111,9 +111,8 @@ PagedKvCache::SequenceId PagedKvCache::fork(SequenceId source) {
       }
     }
   }
-  for (size_t i = 0; i + (used > 0 ? 1 : 0) < copy.blocks.size(); ++i) {
-    ++holders_[static_cast<size_t>(copy.blocks[i])];
-  }
+  const size_t shared = copy.blocks.size() - (used > 0 ? 1 : 0);  // the copy is its own
+  for (size_t i = 0; i < shared; ++i) ++holders_[static_cast<size_t>(copy.blocks[i])];
   const SequenceId id = next_id_++;
   sequences_.emplace(id, std::move(copy));
   return id;
