@@ -40,15 +40,31 @@ constexpr uint64_t kMaxDeflateRatio = 1032;
 
 class ZipArchive {
  public:
-  explicit ZipArchive(const fs::path& path) : path_(path.string()) {
+  // The whole file, or `size` bytes of it from `offset` (a checkpoint stored
+  // inside another archive, io/tar_archive.h), read in place.
+  ZipArchive(const fs::path& path, uint64_t offset, std::optional<uint64_t> size)
+      : path_(path.string()) {
     std::error_code ec;
-    file_size_ = fs::file_size(path, ec);
+    const uint64_t whole = fs::file_size(path, ec);
     OASR_CHECK(!ec, kIo, path_, ": cannot read the file size: ", ec.message());
-    int code = 0;
-    archive_ = zip_open(path_.c_str(), ZIP_RDONLY | ZIP_CHECKCONS, &code);
+    file_size_ = size ? *size : whole - offset;
+    zip_error_t source_error;
+    zip_error_init(&source_error);
+    zip_source_t* source = zip_source_file_create(
+        path_.c_str(), offset, size ? static_cast<zip_int64_t>(*size) : zip_int64_t{-1},
+        &source_error);
+    if (source == nullptr) {
+      const std::string reason = zip_error_strerror(&source_error);
+      zip_error_fini(&source_error);
+      OASR_THROW(kIo, path_, ": cannot read the file: ", reason);
+    }
+    zip_error_fini(&source_error);
+    zip_error_t error;
+    zip_error_init(&error);
+    archive_ = zip_open_from_source(source, ZIP_RDONLY | ZIP_CHECKCONS, &error);
     if (archive_ == nullptr) {
-      zip_error_t error;
-      zip_error_init_with_code(&error, code);
+      zip_source_free(source);
+      const int code = zip_error_code_zip(&error);
       const std::string reason = zip_error_strerror(&error);
       zip_error_fini(&error);
       if (code == ZIP_ER_NOZIP) {
@@ -60,6 +76,7 @@ class ZipArchive {
       }
       OASR_THROW(kCorruptFile, path_, ": damaged zip archive: ", reason);
     }
+    zip_error_fini(&error);
   }
   ~ZipArchive() {
     if (archive_ != nullptr) zip_discard(archive_);
@@ -429,9 +446,10 @@ class TorchUnpickler {
 // The legacy (pre-1.6) torch.save stream begins with PROTO 2 and a LONG1
 // magic number; a zip begins with a local file header "PK\3\4" (or, empty,
 // with the end-of-central-directory record "PK\5\6").
-void check_leading_bytes(const fs::path& path) {
+void check_leading_bytes(const fs::path& path, uint64_t offset) {
   std::ifstream in(path, std::ios::binary);
   OASR_CHECK(in.good(), kIo, path.string(), ": cannot open the file for reading");
+  in.seekg(static_cast<std::streamoff>(offset));
   std::array<char, 4> head{};
   in.read(head.data(), head.size());
   const std::streamsize got = in.gcount();
@@ -558,11 +576,16 @@ const Value& choose_state_dict(const Value& root, const std::string& path,
 }  // namespace
 
 TorchStateDict load_torch_state_dict(const fs::path& path) {
+  return load_torch_state_dict(path, 0, std::nullopt);
+}
+
+TorchStateDict load_torch_state_dict(const fs::path& path, uint64_t offset,
+                                     std::optional<uint64_t> size) {
   OASR_CHECK(fs::exists(path), kNotFound, path.string(), ": no such file");
   OASR_CHECK(!fs::is_directory(path), kInvalidArgument, path.string(),
              ": is a directory, not a torch.save checkpoint file");
-  check_leading_bytes(path);
-  ZipArchive zip(path);
+  check_leading_bytes(path, offset);
+  ZipArchive zip(path, offset, size);
   const std::string prefix = find_archive_prefix(zip);
   check_format_records(zip, prefix);
 

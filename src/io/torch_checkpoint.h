@@ -21,7 +21,9 @@
 // kUnsupported with what to do instead.
 #pragma once
 
+#include <cstdint>
 #include <filesystem>
+#include <optional>
 #include <string>
 #include <utility>
 #include <vector>
@@ -43,5 +45,11 @@ struct TorchStateDict {
 };
 
 TorchStateDict load_torch_state_dict(const std::filesystem::path& path);
+// The same for a torch.save archive stored as `size` bytes of `path` from
+// byte `offset` (a member of an uncompressed tar, io/tar_archive.h), read in
+// place; std::nullopt size reads to the end of the file. Messages name
+// `path`.
+TorchStateDict load_torch_state_dict(const std::filesystem::path& path, uint64_t offset,
+                                     std::optional<uint64_t> size);
 
 }  // namespace oasr::io
