@@ -154,4 +154,19 @@ Tensor Embedding::forward(const Tensor& ids) const {
   return ops::embedding(ids, param("weight"));
 }
 
+DepthwiseConv2d::DepthwiseConv2d(int64_t channels, int64_t kernel_h, int64_t kernel_w,
+                                 int64_t stride_h, int64_t stride_w, int64_t padding_h,
+                                 int64_t padding_w, bool bias)
+    : Module("DepthwiseConv2d"),
+      channels_(channels),
+      options_{stride_h, stride_w, padding_h, padding_w},
+      has_bias_(bias) {
+  register_parameter("weight", {channels, 1, kernel_h, kernel_w});
+  if (bias) register_parameter("bias", {channels});
+}
+
+Tensor DepthwiseConv2d::forward(const Tensor& x) const {
+  return ops::depthwise_conv2d(x, param("weight"), has_bias_ ? param("bias") : Tensor(), options_);
+}
+
 }  // namespace oasr::layers

@@ -7,6 +7,7 @@
 #include "layers/module.h"
 #include "layers/quantizable.h"
 #include "ops/conv2d.h"
+#include "ops/depthwise_conv2d.h"
 
 namespace oasr::layers {
 
@@ -63,6 +64,21 @@ class DepthwiseConv1d : public Module, public QuantizableLayer {
  private:
   int64_t channels_;
   int64_t kernel_size_;
+  bool has_bias_;
+};
+
+// Depthwise Conv2d (groups == channels), weight [C, 1, KH, KW], symmetric
+// zero padding (ops/depthwise_conv2d.h). Full precision only: it serves
+// subsampling front ends, which the spec keeps full precision.
+class DepthwiseConv2d : public Module {
+ public:
+  DepthwiseConv2d(int64_t channels, int64_t kernel_h, int64_t kernel_w, int64_t stride_h,
+                  int64_t stride_w, int64_t padding_h, int64_t padding_w, bool bias = true);
+  Tensor forward(const Tensor& x) const;  // [B, C, H, W] -> [B, C, H', W']
+
+ private:
+  int64_t channels_;
+  ops::DepthwiseConv2dOptions options_;
   bool has_bias_;
 };
 

@@ -11,6 +11,7 @@
 #include "ops/activation.h"
 #include "ops/conv2d.h"
 #include "ops/depthwise_conv1d.h"
+#include "ops/depthwise_conv2d.h"
 #include "ops/elementwise.h"
 #include "ops/embedding.h"
 #include "ops/gemm.h"
@@ -393,6 +394,20 @@ void add_conv_cases(Table& t) {
         Family::kExact, depthwise(0, 0));
   t.add("depthwise_conv1d", dims({2, 33, 7}), "k7_nopad",
         {real({2, 33, 7}), real({33, 1, 7}), real({33})}, Family::kExact, depthwise(0, 0));
+
+  // FastConformer's dw_striding stages: 3x3, stride 2, padding 1.
+  auto depthwise2d = [](int64_t stride, int64_t pad) {
+    return [stride, pad](Inputs in) -> Outputs {
+      return {ops::depthwise_conv2d(in[0], in[1], in[2], {stride, stride, pad, pad})};
+    };
+  };
+  for (const Shape& x : {Shape{1, 32, 5, 40}, Shape{3, 256, 63, 20}}) {
+    t.add("depthwise_conv2d", dims(x), "k3_s2_p1",
+          {real(x), real({x[1], 1, 3, 3}, fan_in_scale(9)), real({x[1]})}, Family::kExact,
+          depthwise2d(2, 1));
+  }
+  t.add("depthwise_conv2d", dims({2, 3, 4, 4}), "k3_s1_nopad_nobias",
+        {real({2, 3, 4, 4}), real({3, 1, 3, 3}), absent()}, Family::kExact, depthwise2d(1, 0));
 
   auto conv = [](ops::Conv2dOptions options) {
     return [options](Inputs in) -> Outputs { return {ops::conv2d(in[0], in[1], in[2], options)}; };
