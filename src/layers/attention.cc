@@ -456,8 +456,9 @@ Tensor MultiHeadAttention::forward_cross(const Tensor& x, const AttentionMemory&
 }
 
 RelPositionMultiHeadAttention::RelPositionMultiHeadAttention(const AttentionSpec& spec,
-                                                             const std::string& position_name)
-    : MultiHeadAttention(spec) {
+                                                             const std::string& position_name,
+                                                             RelativeShift shift)
+    : MultiHeadAttention(spec), shift_(shift) {
   OASR_CHECK(spec.scaling == ScoreScaling::kScores, kInternal, spec.type_name,
              ": relative-position attention scales its summed scores (ScoreScaling::kScores)");
   position_ = register_module(position_name, std::make_shared<Linear>(dim_, dim_, false));
@@ -487,6 +488,11 @@ RelPositionMultiHeadAttention::Output RelPositionMultiHeadAttention::forward(
     k = ops::concat({att_cache.narrow(3, 0, head_dim_), k.transpose(1, 2)}, 2).transpose(1, 2);
     v = ops::concat({att_cache.narrow(3, head_dim_, head_dim_), v.transpose(1, 2)}, 2)
             .transpose(1, 2);
+  }
+  if (shift_ == RelativeShift::kTransformerXl) {
+    OASR_CHECK(!return_cache && !(att_cache.defined() && att_cache.numel() > 0), kUnsupported,
+               path(), ": the Transformer-XL shifted attention serves no streaming cache");
+    return {shifted_forward(q, k, v, pos_emb, mask), Tensor()};
   }
   const int64_t keys = k.size(1);
   OASR_CHECK(pos_emb.dim() == 3 && pos_emb.size(0) == 1 && pos_emb.size(1) == keys,
@@ -525,6 +531,44 @@ RelPositionMultiHeadAttention::Output RelPositionMultiHeadAttention::forward(
   output.out = out_->forward(
       context_from_scores(ops::scale(ops::add(content, position), score_scale_), v_heads, mask));
   return output;
+}
+
+Tensor RelPositionMultiHeadAttention::shifted_forward(const Tensor& q, const Tensor& k,
+                                                      const Tensor& v, const Tensor& pos_emb,
+                                                      const Tensor& mask) const {
+  const int64_t batch = q.size(0);
+  const int64_t frames = q.size(1);
+  const int64_t rows = 2 * frames - 1;
+  OASR_CHECK(pos_emb.dim() == 3 && pos_emb.size(0) == 1 && pos_emb.size(1) == rows &&
+                 pos_emb.size(2) == dim_,
+             kInvalidArgument, path(), ": pos_emb must be [1, ", rows, ", ", dim_,
+             "] (relative positions ", frames - 1, " .. ", -(frames - 1), "), got ",
+             shape_str(pos_emb.shape()));
+  const Tensor p = position_->forward(pos_emb).view({1, rows, heads_, head_dim_});
+  const Tensor q_u = ops::add(q, param("pos_bias_u")).transpose(1, 2).contiguous();
+  const Tensor q_v = ops::add(q, param("pos_bias_v")).transpose(1, 2).contiguous();
+  const Tensor k_heads = k.transpose(1, 2).contiguous();  // [B, H, T, d]
+  const Tensor v_heads = v.transpose(1, 2).contiguous();
+  Tensor p_heads = p.transpose(1, 2).contiguous();  // [1, H, 2T - 1, d]
+  if (batch > 1) {
+    p_heads = ops::concat(std::vector<Tensor>(static_cast<size_t>(batch), p_heads), 0);
+  }
+  const Tensor content = ops::matmul(q_u, k_heads, /*transpose_b=*/true);   // [B, H, T, T]
+  const Tensor position = ops::matmul(q_v, p_heads, /*transpose_b=*/true);  // [B, H, T, 2T - 1]
+  // rel_shift: entry (i, j) <- position (i, T - 1 - i + j). A zero column in
+  // front makes each row 2T long, so reading the [B, H, T, 2T] block as
+  // [B, H, 2T, T] and dropping its first row leaves row i shifted left by
+  // T - 1 - i once read back as [B, H, T, 2T - 1] (NeMo's pad / view).
+  const Tensor zero =
+      Tensor::zeros({batch, heads_, frames, 1}, position.dtype(), position.device());
+  const Tensor padded = ops::concat({zero, position}, 3).view({batch, heads_, 2 * frames, frames});
+  const Tensor shifted = padded.narrow(2, 1, rows)
+                             .contiguous()
+                             .view({batch, heads_, frames, rows})
+                             .narrow(3, 0, frames)
+                             .contiguous();
+  return out_->forward(
+      context_from_scores(ops::scale(ops::add(content, shifted), score_scale_), v_heads, mask));
 }
 
 }  // namespace oasr::layers

@@ -149,17 +149,28 @@ class MultiHeadAttention : public Module {
   std::shared_ptr<Linear> out_;
 };
 
-// Transformer-XL style self-attention as WeNet computes it (without
-// rel_shift):
-//   scores = ((q + pos_bias_u) k^T + (q + pos_bias_v) p^T) * scale,
-// p = linear_pos(position rows of the keys). With a streaming cache the keys
-// and values are [cached frames, current frames]. Scores are scaled
-// (ScoreScaling::kScores); the spec's scaling field must say so.
+// How the position term lines up with the keys.
+enum class RelativeShift {
+  // WeNet: one position row per key, p = linear_pos(rows of the keys).
+  kNone,
+  // Transformer-XL's rel_shift as NeMo computes it: pos_emb holds 2T - 1
+  // rows for relative positions T-1 down to -(T-1), and query i, key j read
+  // row (T - 1) - (i - j) of (q + pos_bias_v) p^T.
+  kTransformerXl,
+};
+
+// Transformer-XL style self-attention:
+//   scores = ((q + pos_bias_u) k^T + shift((q + pos_bias_v) p^T)) * scale,
+// p = linear_pos(pos_emb), shift as RelativeShift says. With a streaming
+// cache (WeNet) the keys and values are [cached frames, current frames].
+// Scores are scaled (ScoreScaling::kScores); the spec's scaling field must
+// say so.
 class RelPositionMultiHeadAttention : public MultiHeadAttention {
  public:
   // `position_name`: the position projection's state-dict name (no bias);
   // the biases are the parameters pos_bias_u / pos_bias_v [heads, head_dim].
-  RelPositionMultiHeadAttention(const AttentionSpec& spec, const std::string& position_name);
+  RelPositionMultiHeadAttention(const AttentionSpec& spec, const std::string& position_name,
+                                RelativeShift shift = RelativeShift::kNone);
 
   struct Output {
     Tensor out;    // [B, T, D]
@@ -168,12 +179,18 @@ class RelPositionMultiHeadAttention : public MultiHeadAttention {
 
   // x [B, T, D] (the served-dtype tensor or the pre-norm's 8-bit output,
   // shared by the query / key / value projections); pos_emb [1, Tk, D] with
-  // Tk = cached frames + T; att_cache undefined / empty or
-  // [B, H, cached, 2 head_dim] (the last dimension holds keys then values).
+  // Tk = cached frames + T (kTransformerXl: [1, 2T - 1, D], no cache);
+  // att_cache undefined / empty or [B, H, cached, 2 head_dim] (the last
+  // dimension holds keys then values).
   Output forward(const GemmInput& x, const Tensor& mask, const Tensor& pos_emb,
                  const Tensor& att_cache, bool return_cache) const;
 
  private:
+  // The kTransformerXl forward (unfused products; no cache).
+  Tensor shifted_forward(const Tensor& q, const Tensor& k, const Tensor& v, const Tensor& pos_emb,
+                         const Tensor& mask) const;
+
+  RelativeShift shift_;
   std::shared_ptr<Linear> position_;
 };
 
