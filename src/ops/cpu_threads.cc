@@ -1,5 +1,8 @@
 #include "ops/cpu_threads.h"
 
+#include <exception>
+#include <vector>
+
 #include <cblas.h>
 
 #include <thread>
@@ -29,6 +32,20 @@ int cpu_threads() {
 
 void parallel_for(int64_t count, const std::function<void(int64_t)>& task) {
   cpu::shared_worker_pool()->run(count, task);
+}
+
+void parallel_for_rethrowing(int64_t count, const std::function<void(int64_t)>& task) {
+  std::vector<std::exception_ptr> errors(static_cast<size_t>(count));
+  parallel_for(count, [&](int64_t i) {
+    try {
+      task(i);
+    } catch (...) {
+      errors[static_cast<size_t>(i)] = std::current_exception();
+    }
+  });
+  for (const std::exception_ptr& e : errors) {
+    if (e) std::rethrow_exception(e);
+  }
 }
 
 }  // namespace oasr::ops

@@ -25,6 +25,11 @@ int default_cpu_threads();
 // thread ran a task (every caller splits by rows, whose bits are fixed).
 void parallel_for(int64_t count, const std::function<void(int64_t)>& task);
 
+// parallel_for for tasks that may throw (one utterance's features or search
+// each): every task runs, then the lowest task's exception, if any, is
+// rethrown -- the error a serial loop would raise first.
+void parallel_for_rethrowing(int64_t count, const std::function<void(int64_t)>& task);
+
 // task(first_row, row_count) over [0, rows) in chunks of rows_per_task rows:
 // on the pool when `parallel`, there is more than one chunk and at least
 // kParallelRowElements elements (rows * features) to share; in order on the

@@ -84,23 +84,12 @@ Transcript best_ctc_path(const Tensor& log_probs, const U2ppDecode& options, int
   return t;
 }
 
-// task(0) .. task(count - 1) on the CPU pool (ops::parallel_for), each
-// row's work independent of the thread that runs it; afterwards the lowest
-// row's exception of this phase, if any, is rethrown (a batch runs its
-// phases one after another, so a later row's search error now comes before
-// an earlier row's rescoring error; the engine then retries the rows alone).
+// task(0) .. task(count - 1) on the CPU pool, the lowest row's exception of
+// this phase rethrown (a batch runs its phases one after another, so a later
+// row's search error now comes before an earlier row's rescoring error; the
+// engine then retries the rows alone).
 void for_each_row(int64_t count, const std::function<void(int64_t)>& task) {
-  std::vector<std::exception_ptr> errors(static_cast<size_t>(count));
-  ops::parallel_for(count, [&](int64_t i) {
-    try {
-      task(i);
-    } catch (...) {
-      errors[static_cast<size_t>(i)] = std::current_exception();
-    }
-  });
-  for (const std::exception_ptr& e : errors) {
-    if (e) std::rethrow_exception(e);
-  }
+  ops::parallel_for_rethrowing(count, task);
 }
 
 }  // namespace
