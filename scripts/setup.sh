@@ -92,4 +92,15 @@ if ! .venv-ray/bin/python -c 'import ray, ray.serve, ray.data, openai, pytest, r
   /usr/bin/python3 -m venv .venv-ray
   .venv-ray/bin/pip install --quiet --disable-pip-version-check -r scripts/requirements-ray.txt
 fi
+# NeMo (the FastConformer oracle's generator) only on request: it needs a
+# torch newer than Debian's, is 6.6 GB and takes about 3 minutes; CI reads
+# the fixtures it made (tests/oracle/fastconformer/data), and
+# `OASR_REGEN=1 ctest -L regen` re-makes them where .venv-nemo exists.
+if [ "${OASR_NEMO:-0}" = 1 ] &&
+   ! .venv-nemo/bin/python -c 'import nemo.collections.asr' 2>/dev/null; then
+  echo "setup: installing NeMo (nemo-toolkit[asr]) into .venv-nemo (OASR_NEMO=1)"
+  rm -rf .venv-nemo
+  /usr/bin/python3 -m venv .venv-nemo
+  .venv-nemo/bin/pip install --quiet --disable-pip-version-check "nemo-toolkit[asr]==3.0.0"
+fi
 echo "setup: done"

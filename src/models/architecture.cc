@@ -15,7 +15,8 @@
 #define OASR_BUILTIN_ARCHITECTURES(X) \
   X(u2pp)                             \
   X(whisper)                          \
-  X(qwen2_audio)
+  X(qwen2_audio)                      \
+  X(fastconformer)
 
 namespace oasr::models {
 

@@ -1,0 +1,215 @@
+#include "models/fastconformer/fastconformer_config.h"
+
+#include <yaml-cpp/yaml.h>
+
+#include <cmath>
+#include <limits>
+
+#include "core/error.h"
+
+namespace oasr::models {
+namespace {
+
+// One yaml section with its path, for messages ("encoder.d_model").
+struct Section {
+  YAML::Node node;
+  std::string path;
+  const std::filesystem::path* file;
+
+  std::string where(const std::string& key) const {
+    return file->string() + ": " + (path.empty() ? key : path + "." + key);
+  }
+  bool has(const std::string& key) const { return node[key] && !node[key].IsNull(); }
+  Section child(const std::string& key) const {
+    OASR_CHECK(has(key) && node[key].IsMap(), kCorruptFile, where(key),
+               " is missing or not a mapping");
+    return {node[key], path.empty() ? key : path + "." + key, file};
+  }
+  template <typename T>
+  T get(const std::string& key) const {
+    OASR_CHECK(has(key), kCorruptFile, where(key), " is missing");
+    try {
+      return node[key].as<T>();
+    } catch (const YAML::Exception& e) {
+      OASR_THROW(kCorruptFile, where(key), ": cannot read the value: ", e.what());
+    }
+  }
+  template <typename T>
+  T get(const std::string& key, T fallback) const {
+    return has(key) ? get<T>(key) : fallback;
+  }
+  int64_t positive(const std::string& key) const {
+    const int64_t value = get<int64_t>(key);
+    OASR_CHECK(value > 0, kCorruptFile, where(key), " must be positive, got ", value);
+    return value;
+  }
+};
+
+audio::NemoMelOptions parse_preprocessor(const Section& s) {
+  const std::filesystem::path* file = s.file;
+  const std::string target = s.get<std::string>("_target_", "");
+  OASR_CHECK(
+      target.empty() || target.find("AudioToMelSpectrogramPreprocessor") != std::string::npos,
+      kUnsupported, s.where("_target_"), ": ", target,
+      " is not served (only AudioToMelSpectrogramPreprocessor)");
+  audio::NemoMelOptions o;
+  o.sample_rate = s.get<int64_t>("sample_rate", 16000);
+  // NeMo converts seconds to samples with int(), truncating.
+  o.win_length =
+      static_cast<int64_t>(s.get<double>("window_size", 0.02) * static_cast<double>(o.sample_rate));
+  o.hop_length = static_cast<int64_t>(s.get<double>("window_stride", 0.01) *
+                                      static_cast<double>(o.sample_rate));
+  o.n_fft = s.get<int64_t>("n_fft", 0);
+  o.features = s.get<int64_t>("features", 64);
+  const std::string window = s.get<std::string>("window", "hann");
+  OASR_CHECK(window == "hann", kUnsupported, s.where("window"), ": '", window,
+             "' is not served (only hann)");
+  try {
+    o.normalize = audio::parse_nemo_normalize(s.get<std::string>("normalize", "per_feature"));
+    o.log_zero_guard_type =
+        audio::parse_nemo_log_zero_guard(s.get<std::string>("log_zero_guard_type", "add"));
+  } catch (const Error& e) {
+    OASR_THROW(kCorruptFile, s.where("normalize"), ": ", e.what());
+  }
+  o.log = s.get<bool>("log", true);
+  o.pad_to = s.get<int64_t>("pad_to", 16);
+  o.pad_value = s.get<float>("pad_value", 0.0f);
+  o.mag_power = s.get<double>("mag_power", 2.0);
+  if (s.node["preemph"] && s.node["preemph"].IsNull()) {
+    o.preemph.reset();
+  } else if (s.has("preemph")) {
+    o.preemph = s.get<double>("preemph");
+  }
+  o.exact_pad = s.get<bool>("exact_pad", false);
+  o.frame_splicing = s.get<int64_t>("frame_splicing", 1);
+  if (s.has("log_zero_guard_value")) {
+    const std::string guard = s.get<std::string>("log_zero_guard_value");
+    if (guard == "tiny") {
+      o.log_zero_guard_value = std::numeric_limits<float>::min();
+    } else if (guard == "eps") {
+      o.log_zero_guard_value = std::numeric_limits<float>::epsilon();
+    } else {
+      o.log_zero_guard_value = s.get<double>("log_zero_guard_value");
+    }
+  }
+  try {
+    o.validate();
+  } catch (const Error& e) {
+    throw Error(e.code(), file->string() + ": preprocessor: " + e.what());
+  }
+  return o;
+}
+
+FastConformerEncoderConfig parse_encoder(const Section& s) {
+  const std::string target = s.get<std::string>("_target_", "");
+  OASR_CHECK(target.find("ConformerEncoder") != std::string::npos, kUnsupported,
+             s.where("_target_"), ": ", target, " is not served (only ConformerEncoder)");
+  FastConformerEncoderConfig e;
+  e.feat_in = s.positive("feat_in");
+  e.n_layers = s.positive("n_layers");
+  e.d_model = s.positive("d_model");
+  e.n_heads = s.positive("n_heads");
+  OASR_CHECK(e.d_model % e.n_heads == 0, kCorruptFile, s.where("n_heads"), ": d_model ", e.d_model,
+             " is not divisible by n_heads ", e.n_heads);
+  e.ff_expansion_factor = s.get<int64_t>("ff_expansion_factor", 4);
+  OASR_CHECK(e.ff_expansion_factor > 0, kCorruptFile, s.where("ff_expansion_factor"),
+             " must be positive");
+  e.conv_kernel_size = s.get<int64_t>("conv_kernel_size", 31);
+  OASR_CHECK(e.conv_kernel_size > 0 && e.conv_kernel_size % 2 == 1, kCorruptFile,
+             s.where("conv_kernel_size"), " must be odd and positive, got ", e.conv_kernel_size);
+  e.conv_norm_type = s.get<std::string>("conv_norm_type", "batch_norm");
+  OASR_CHECK(e.conv_norm_type == "batch_norm", kUnsupported, s.where("conv_norm_type"), ": '",
+             e.conv_norm_type, "' is not served (only batch_norm)");
+  OASR_CHECK(!s.has("conv_context_size"), kUnsupported, s.where("conv_context_size"),
+             ": causal convolutions (cache-aware streaming models) are not served yet");
+  e.subsampling = s.get<std::string>("subsampling", "striding");
+  OASR_CHECK(e.subsampling == "dw_striding", kUnsupported, s.where("subsampling"), ": '",
+             e.subsampling, "' is not served (only dw_striding, FastConformer's)");
+  e.subsampling_factor = s.get<int64_t>("subsampling_factor", 4);
+  OASR_CHECK(e.subsampling_factor >= 2 && (e.subsampling_factor & (e.subsampling_factor - 1)) == 0,
+             kCorruptFile, s.where("subsampling_factor"), " must be a power of 2 >= 2, got ",
+             e.subsampling_factor);
+  e.subsampling_conv_channels = s.get<int64_t>("subsampling_conv_channels", -1);
+  if (e.subsampling_conv_channels == -1) e.subsampling_conv_channels = e.d_model;
+  OASR_CHECK(e.subsampling_conv_channels > 0, kCorruptFile, s.where("subsampling_conv_channels"),
+             " must be positive or -1");
+  OASR_CHECK(!s.get<bool>("causal_downsampling", false), kUnsupported,
+             s.where("causal_downsampling"),
+             ": causal subsampling (cache-aware streaming models) is not served yet");
+  const std::string attention = s.get<std::string>("self_attention_model", "rel_pos");
+  OASR_CHECK(attention == "rel_pos", kUnsupported, s.where("self_attention_model"), ": '",
+             attention, "' is not served (only rel_pos)");
+  if (s.has("att_context_size")) {
+    const auto context = s.get<std::vector<int64_t>>("att_context_size");
+    bool full = true;
+    for (int64_t c : context) full = full && c == -1;
+    OASR_CHECK(full, kUnsupported, s.where("att_context_size"),
+               ": limited-context attention (cache-aware streaming models) is not served yet; "
+               "only [-1, -1]");
+  }
+  OASR_CHECK(s.get<bool>("untie_biases", true), kUnsupported, s.where("untie_biases"),
+             ": position biases shared by all layers are not served (only untie_biases: true)");
+  const int64_t feat_out = s.get<int64_t>("feat_out", -1);
+  OASR_CHECK(feat_out == -1, kUnsupported, s.where("feat_out"), ": an output projection (",
+             feat_out, ") is not served");
+  const std::string reduction = s.get<std::string>("reduction", "");
+  OASR_CHECK(reduction.empty(), kUnsupported, s.where("reduction"),
+             ": time reduction inside the encoder is not served");
+  e.xscaling = s.get<bool>("xscaling", true);
+  e.pos_emb_max_len = s.get<int64_t>("pos_emb_max_len", 5000);
+  OASR_CHECK(e.pos_emb_max_len > 0, kCorruptFile, s.where("pos_emb_max_len"), " must be positive");
+  e.use_bias = s.get<bool>("use_bias", true);
+  return e;
+}
+
+}  // namespace
+
+FastConformerConfig parse_fastconformer_config(const std::string& text,
+                                               const std::filesystem::path& file) {
+  YAML::Node root;
+  try {
+    root = YAML::Load(text);
+  } catch (const YAML::Exception& e) {
+    OASR_THROW(kCorruptFile, file.string(), ": not valid YAML: ", e.what());
+  }
+  OASR_CHECK(root.IsMap(), kCorruptFile, file.string(), ": the model config is not a mapping");
+  const Section top{root, "", &file};
+  FastConformerConfig config;
+  config.target = top.get<std::string>("target", "");
+  config.preprocessor = parse_preprocessor(top.child("preprocessor"));
+  config.encoder = parse_encoder(top.child("encoder"));
+  OASR_CHECK(config.preprocessor.features == config.encoder.feat_in, kCorruptFile,
+             top.where("encoder.feat_in"), ": ", config.encoder.feat_in,
+             " does not match preprocessor.features ", config.preprocessor.features);
+
+  OASR_CHECK(!top.has("joint"), kUnsupported, file.string(), ": ",
+             config.target.empty() ? "this transducer model" : config.target,
+             " has a joint network (RNN-T / TDT); only CTC models are served so far");
+  const Section decoder = top.child("decoder");
+  const std::string decoder_target = decoder.get<std::string>("_target_", "");
+  OASR_CHECK(decoder_target.find("ConvASRDecoder") != std::string::npos, kUnsupported,
+             decoder.where("_target_"), ": ", decoder_target,
+             " is not served (only ConvASRDecoder, the CTC head)");
+  config.head = FastConformerHead::kCtc;
+  const int64_t feat_in = decoder.get<int64_t>("feat_in", config.encoder.d_model);
+  OASR_CHECK(feat_in == config.encoder.d_model, kCorruptFile, decoder.where("feat_in"), ": ",
+             feat_in, " does not match encoder.d_model ", config.encoder.d_model);
+  config.vocabulary = decoder.get<std::vector<std::string>>("vocabulary");
+  const int64_t classes = decoder.get<int64_t>("num_classes");
+  OASR_CHECK(classes == static_cast<int64_t>(config.vocabulary.size()) && classes > 0, kCorruptFile,
+             decoder.where("num_classes"), ": ", classes, " does not match the ",
+             config.vocabulary.size(), " entries of decoder.vocabulary");
+
+  const Section tokenizer = top.child("tokenizer");
+  const std::string type = tokenizer.get<std::string>("type");
+  OASR_CHECK(type == "bpe", kUnsupported, tokenizer.where("type"), ": '", type,
+             "' is not served (only bpe, a SentencePiece model)");
+  std::string model_path = tokenizer.get<std::string>("model_path");
+  if (model_path.rfind("nemo:", 0) == 0) model_path.erase(0, 5);
+  config.tokenizer_model = std::filesystem::path(model_path).filename().string();
+  OASR_CHECK(!config.tokenizer_model.empty(), kCorruptFile, tokenizer.where("model_path"),
+             " names no file");
+  return config;
+}
+
+}  // namespace oasr::models

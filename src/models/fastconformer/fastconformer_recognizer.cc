@@ -1,0 +1,160 @@
+#include "models/fastconformer/fastconformer_recognizer.h"
+
+#include <sentencepiece_processor.h>
+
+#include <algorithm>
+#include <numeric>
+
+#include "audio/nemo_mel.h"
+#include "core/cancellation.h"
+#include "core/error.h"
+#include "decode/ctc_search.h"
+#include "models/architecture.h"
+#include "ops/cpu_threads.h"
+
+namespace oasr::engine {
+
+namespace {
+constexpr const char* kCtcGreedy = "ctc_greedy_search";
+}  // namespace
+
+std::vector<DecodeOptionSpec> fastconformer_decode_options() {
+  DecodeOptionSpec method;
+  method.key = kDecodeMethodKey;
+  method.kind = DecodeValueKind::kText;
+  method.help = "the search: CTC greedy (NeMo's greedy_batch)";
+  method.default_text = kCtcGreedy;
+  method.choices = {kCtcGreedy};
+  method.aliases = {"decoding_method"};
+  return {method};
+}
+
+RecognizerFactory fastconformer_recognizer_factory() {
+  return
+      [](const EngineConfig& config) { return std::make_unique<FastConformerRecognizer>(config); };
+}
+
+FastConformerRecognizer::FastConformerRecognizer(const EngineConfig& config) {
+  source_ = models::load_nemo_checkpoint(config.ckpt_dir);
+  if (config.weights) source_.weights = config.weights;
+  resolve_decode(config.decode);  // refuse bad flags before the weights load
+  mel_ = std::make_unique<audio::NemoMelSpectrogram>(source_.config.preprocessor,
+                                                     source_.mel_window, source_.mel_filterbank);
+  tokenizer_ = std::make_unique<sentencepiece::SentencePieceProcessor>();
+  const auto status = tokenizer_->LoadFromSerializedProto(source_.tokenizer_model);
+  OASR_CHECK(status.ok(), kCorruptFile, config.ckpt_dir.string(),
+             ": the tokenizer: ", status.ToString());
+  models::MaterializedFastConformer loaded = models::materialize_fastconformer_model(
+      source_, config.quantization, config.materialize_options());
+  model_ = std::move(loaded.model);
+  spec_ = std::move(loaded.spec);
+}
+
+FastConformerRecognizer::~FastConformerRecognizer() = default;
+
+int FastConformerRecognizer::sample_rate() const {
+  return static_cast<int>(source_.config.preprocessor.sample_rate);
+}
+
+Recognizer::AudioLimit FastConformerRecognizer::audio_limit(const DecodeOptions& options) const {
+  (void)options;
+  const auto& e = source_.config.encoder;
+  const auto& mel = source_.config.preprocessor;
+  AudioLimit limit;
+  limit.seconds = static_cast<double>(e.pos_emb_max_len * e.subsampling_factor * mel.hop_length) /
+                  static_cast<double>(mel.sample_rate);
+  limit.why = "its relative position table holds " + std::to_string(e.pos_emb_max_len) +
+              " encoder frames (encoder.pos_emb_max_len)";
+  return limit;
+}
+
+DecodeOptions FastConformerRecognizer::resolve_decode(const DecodeOverrides& o) const {
+  const std::string method = o.find<std::string>(kDecodeMethodKey).value_or(kCtcGreedy);
+  if (method != kCtcGreedy) {
+    const std::string owners = models::architectures_taking(method);
+    OASR_THROW(kInvalidArgument, "decode method '", method,
+               "' is not a NeMo FastConformer CTC method",
+               owners.empty() ? std::string() : " (" + owners + " checkpoints take it)",
+               "; this checkpoint takes ", kCtcGreedy);
+  }
+  for (const auto& [key, value] : o.items()) {
+    (void)value;
+    OASR_CHECK(key == kDecodeMethodKey, kInvalidArgument, decode_label(key),
+               " is not read by NeMo FastConformer CTC greedy search; drop it");
+  }
+  DecodeOptions resolved;
+  resolved.set(kDecodeMethodKey, method);
+  return resolved;
+}
+
+Tensor FastConformerRecognizer::features(Waveform samples) const {
+  return mel_->compute(samples).transpose(0, 1).contiguous();  // [frames, features]
+}
+
+std::vector<Transcript> FastConformerRecognizer::transcribe(std::span<const Waveform> utterances,
+                                                            const DecodeOptions& options,
+                                                            int64_t max_batch_size) const {
+  (void)options;  // one method, greedy
+  OASR_CHECK(max_batch_size >= 1, kInvalidArgument, "max_batch_size must be >= 1, got ",
+             max_batch_size);
+  std::vector<Tensor> feats(utterances.size());
+  ops::parallel_for_rethrowing(static_cast<int64_t>(utterances.size()), [&](int64_t i) {
+    feats[static_cast<size_t>(i)] = features(utterances[static_cast<size_t>(i)]);
+  });
+  // Length bucketing: sort by frames so a batch pads little, then restore
+  // order (each row's result is its own: the encoder is batch invariant).
+  std::vector<size_t> order(feats.size());
+  std::iota(order.begin(), order.end(), 0);
+  std::stable_sort(order.begin(), order.end(),
+                   [&](size_t a, size_t b) { return feats[a].size(0) > feats[b].size(0); });
+  std::vector<Transcript> results(feats.size());
+  const size_t batch = static_cast<size_t>(max_batch_size);
+  for (size_t start = 0; start < order.size(); start += batch) {
+    throw_if_cancelled();
+    const size_t end = std::min(order.size(), start + batch);
+    std::vector<Tensor> group;
+    for (size_t i = start; i < end; ++i) group.push_back(feats[order[i]]);
+    std::vector<Transcript> decoded = transcribe_batch(group);
+    for (size_t i = start; i < end; ++i) results[order[i]] = std::move(decoded[i - start]);
+  }
+  return results;
+}
+
+std::vector<Transcript> FastConformerRecognizer::transcribe_batch(
+    const std::vector<Tensor>& feats) const {
+  const int64_t batch = static_cast<int64_t>(feats.size());
+  int64_t max_frames = 0;
+  for (const Tensor& f : feats) max_frames = std::max(max_frames, f.size(0));
+  const int64_t dim = feats.front().size(1);
+  Tensor padded = Tensor::zeros({batch, max_frames, dim}, DType::kF32);
+  std::vector<int64_t> lengths(static_cast<size_t>(batch));
+  for (int64_t b = 0; b < batch; ++b) {
+    padded.select(0, b).narrow(0, 0, feats[b].size(0)).copy_(feats[b]);
+    lengths[static_cast<size_t>(b)] = feats[b].size(0);
+  }
+  const models::FastConformerCtcModel::Output out = model_->forward(padded, lengths);
+  std::vector<Transcript> results(static_cast<size_t>(batch));
+  for (int64_t b = 0; b < batch; ++b) {
+    const Tensor row = out.log_probs.select(0, b).narrow(0, 0, out.lengths[static_cast<size_t>(b)]);
+    Transcript& t = results[static_cast<size_t>(b)];
+    t.tokens = decode::ctc_greedy_search(row.contiguous(), source_.config.blank_id());
+    t.text = detokenize(t.tokens);
+  }
+  return results;
+}
+
+std::string FastConformerRecognizer::detokenize(std::span<const int64_t> tokens) const {
+  std::vector<int> ids;
+  ids.reserve(tokens.size());
+  for (int64_t id : tokens) {
+    OASR_CHECK(id >= 0 && id < source_.config.blank_id(), kInvalidArgument, "token id ", id,
+               " is outside the vocabulary [0, ", source_.config.blank_id(), ")");
+    ids.push_back(static_cast<int>(id));
+  }
+  std::string text;
+  const auto status = tokenizer_->Decode(ids, &text);
+  OASR_CHECK(status.ok(), kInternal, "SentencePiece decode: ", status.ToString());
+  return text;
+}
+
+}  // namespace oasr::engine

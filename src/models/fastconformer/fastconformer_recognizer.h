@@ -1,0 +1,56 @@
+// The recognizer of NeMo FastConformer CTC checkpoints (asr/recognizer.h):
+// NeMo's mel front end from the checkpoint's own window and filterbank, the
+// encoder over length-bucketed batches, the CTC head, greedy CTC search
+// (NeMo's greedy_batch: argmax per frame, repeats merged, blank dropped) and
+// SentencePiece detokenization.
+#pragma once
+
+#include <memory>
+#include <span>
+#include <string>
+#include <vector>
+
+#include "asr/decode_options.h"
+#include "asr/recognizer.h"
+#include "audio/nemo_mel.h"
+#include "models/fastconformer/fastconformer_model.h"
+#include "models/fastconformer/nemo_source.h"
+
+namespace sentencepiece {
+class SentencePieceProcessor;
+}
+
+namespace oasr::engine {
+
+std::vector<DecodeOptionSpec> fastconformer_decode_options();
+RecognizerFactory fastconformer_recognizer_factory();
+
+class FastConformerRecognizer final : public Recognizer {
+ public:
+  explicit FastConformerRecognizer(const EngineConfig& config);
+  ~FastConformerRecognizer() override;
+
+  int sample_rate() const override;
+  AudioLimit audio_limit(const DecodeOptions& options) const override;
+  DecodeOptions resolve_decode(const DecodeOverrides& overrides) const override;
+  std::vector<Transcript> transcribe(std::span<const Waveform> utterances,
+                                     const DecodeOptions& options,
+                                     int64_t max_batch_size) const override;
+  std::string detokenize(std::span<const int64_t> tokens) const override;
+  Module& module() override { return *model_; }
+  const quant::QuantizationSpec& quantization_spec() const override { return spec_; }
+
+  // NeMo's features of one utterance, [frames, features] float32.
+  Tensor features(Waveform samples) const;
+
+ private:
+  std::vector<Transcript> transcribe_batch(const std::vector<Tensor>& feats) const;
+
+  models::NemoSource source_;
+  std::unique_ptr<audio::NemoMelSpectrogram> mel_;
+  std::unique_ptr<models::FastConformerCtcModel> model_;
+  quant::QuantizationSpec spec_;
+  std::unique_ptr<sentencepiece::SentencePieceProcessor> tokenizer_;
+};
+
+}  // namespace oasr::engine
