@@ -547,7 +547,8 @@ TEST(ArchitectureRegistry, ASREngineServesTheExtraArchitectureThroughItsRecogniz
   beam.set("beam_size", int64_t{4});
   EXPECT_THROW(engine.transcribe({samples}, beam), Error);
   // The registry says which architectures take a method, for messages.
-  EXPECT_EQ(models::architectures_taking("ctc_greedy_search"), "U2++, CTC linear (test)");
+  EXPECT_EQ(models::architectures_taking("ctc_greedy_search"),
+            "U2++, NeMo FastConformer, CTC linear (test)");
   EXPECT_EQ(models::architectures_taking("beam_search"), "Whisper, Qwen2-Audio");
   EXPECT_EQ(models::architectures_taking("viterbi"), "");
   try {
