@@ -178,6 +178,18 @@ TEST(FastConformerOracle, TranscribesAudioAsNemo) {
   }
 }
 
+TEST(FastConformerOracle, CudaIsRefusedByNameUntilItRanOnADevice) {
+  engine::EngineConfig config;
+  config.ckpt_dir = nemo_file();
+  config.device = "cuda";
+  try {
+    engine::ASREngine engine(config);
+    FAIL() << "--device cuda was accepted";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("NeMo FastConformer"), std::string::npos) << e.what();
+  }
+}
+
 TEST(FastConformerOracle, PaddedBatchRowsAreTheirAloneBits) {
   const Case& c = the_case();
   std::vector<Tensor> rows;
