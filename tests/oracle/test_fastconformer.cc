@@ -283,6 +283,14 @@ TEST(FastConformerOracle, RefusesBadCheckpointsByName) {
     fs::remove_all(dir);
   }
   {
+    const fs::path dir = unpacked_copy("normalize");
+    replace_in(dir / "model_config.yaml", "normalize: per_feature", "normalize: per_frame");
+    const std::string why = refusal(dir);
+    EXPECT_NE(why.find("preprocessor.normalize"), std::string::npos) << why;
+    EXPECT_NE(why.find("per_frame"), std::string::npos) << why;
+    fs::remove_all(dir);
+  }
+  {
     const fs::path dir = unpacked_copy("decoder");
     replace_in(dir / "model_config.yaml", "nemo.collections.asr.modules.ConvASRDecoder",
                "nemo.collections.asr.modules.RNNTDecoder");

@@ -64,13 +64,15 @@ audio::NemoMelOptions parse_preprocessor(const Section& s) {
   const std::string window = s.get<std::string>("window", "hann");
   OASR_CHECK(window == "hann", kUnsupported, s.where("window"), ": '", window,
              "' is not served (only hann)");
-  try {
-    o.normalize = audio::parse_nemo_normalize(s.get<std::string>("normalize", "per_feature"));
-    o.log_zero_guard_type =
-        audio::parse_nemo_log_zero_guard(s.get<std::string>("log_zero_guard_type", "add"));
-  } catch (const Error& e) {
-    OASR_THROW(kCorruptFile, s.where("normalize"), ": ", e.what());
-  }
+  const auto parsed = [&s](const char* key, const char* fallback, auto parse) {
+    try {
+      return parse(s.get<std::string>(key, fallback));
+    } catch (const Error& e) {
+      OASR_THROW(kCorruptFile, s.where(key), ": ", e.what());
+    }
+  };
+  o.normalize = parsed("normalize", "per_feature", audio::parse_nemo_normalize);
+  o.log_zero_guard_type = parsed("log_zero_guard_type", "add", audio::parse_nemo_log_zero_guard);
   o.log = s.get<bool>("log", true);
   o.pad_to = s.get<int64_t>("pad_to", 16);
   o.pad_value = s.get<float>("pad_value", 0.0f);
