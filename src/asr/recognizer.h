@@ -135,6 +135,15 @@ class Recognizer {
 
 // Builds the recognizer of one architecture for `config` (validated; its
 // ckpt_dir holds that architecture).
+// Length bucketing for a recognizer's transcribe(): `feats` (one tensor per
+// utterance, frames first) sorted longest first so a batch pads little,
+// decode_batch called on groups of at most max_batch_size (a cancellation
+// checked before each), the results put back in input order. The caller's
+// batches must be batch invariant for the order not to matter.
+std::vector<Transcript> transcribe_in_length_buckets(
+    const std::vector<Tensor>& feats, int64_t max_batch_size,
+    const std::function<std::vector<Transcript>(const std::vector<Tensor>& batch)>& decode_batch);
+
 using RecognizerFactory = std::function<std::unique_ptr<Recognizer>(const EngineConfig& config)>;
 
 }  // namespace oasr::engine

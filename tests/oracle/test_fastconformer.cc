@@ -72,29 +72,12 @@ const Case& the_case() {
   return *loaded;
 }
 
-std::vector<int64_t> ids_of(const Tensor& t) {
-  const Tensor c = t.contiguous();
-  const auto* p = static_cast<const int64_t*>(c.raw_data());
-  return std::vector<int64_t>(p, p + c.numel());
-}
+using testing::int64_values;
 
+// The largest difference, after checking the shapes agree.
 float max_abs_diff(const Tensor& a, const Tensor& b) {
   EXPECT_EQ(a.shape(), b.shape());
-  if (a.shape() != b.shape()) return INFINITY;
-  const Tensor x = a.to(DType::kF32).contiguous();
-  const Tensor y = b.to(DType::kF32).contiguous();
-  float worst = 0.0f;
-  const auto* p = static_cast<const float*>(x.raw_data());
-  const auto* q = static_cast<const float*>(y.raw_data());
-  for (int64_t i = 0; i < x.numel(); ++i) worst = std::max(worst, std::abs(p[i] - q[i]));
-  return worst;
-}
-
-bool bit_equal_tensors(const Tensor& a, const Tensor& b) {
-  if (a.shape() != b.shape()) return false;
-  const Tensor x = a.contiguous();
-  const Tensor y = b.contiguous();
-  return std::memcmp(x.raw_data(), y.raw_data(), static_cast<size_t>(x.numel()) * 4) == 0;
+  return a.shape() == b.shape() ? testing::max_abs_difference(a, b) : INFINITY;
 }
 
 // NeMo's features [F, T] as the encoder takes them: [1, T, F].
@@ -169,7 +152,7 @@ TEST(FastConformerOracle, TranscribesAudioAsNemo) {
   const auto together = engine.transcribe(waves);
   for (size_t i = 0; i < waves.size(); ++i) {
     const std::string key = kUtterances[i];
-    const std::vector<int64_t> expected = ids_of(c.reference.get(key + ".greedy"));
+    const std::vector<int64_t> expected = int64_values(c.reference.get(key + ".greedy"));
     const json& u = c.summary.at("utterances").at(key);
     EXPECT_EQ(together[i].tokens, expected) << key;
     EXPECT_EQ(together[i].text, u.at("greedy_text").get<std::string>()) << key;
@@ -206,13 +189,13 @@ TEST(FastConformerOracle, PaddedBatchRowsAreTheirAloneBits) {
   }
   const auto together = c.model->encoder().forward(batch, lengths);
   const Tensor nemo_batch = c.reference.get("batch.encoded");
-  const std::vector<int64_t> nemo_lengths = ids_of(c.reference.get("batch.lengths"));
+  const std::vector<int64_t> nemo_lengths = int64_values(c.reference.get("batch.lengths"));
   EXPECT_EQ(together.lengths, nemo_lengths);
   for (int64_t b = 0; b < 3; ++b) {
     const auto alone = c.model->encoder().forward(rows[b], std::vector<int64_t>{lengths[b]});
     const int64_t n = together.lengths[b];
-    EXPECT_TRUE(
-        bit_equal_tensors(together.out.select(0, b).narrow(0, 0, n), alone.out.select(0, 0)))
+    EXPECT_TRUE(testing::bit_equal(together.out.select(0, b).narrow(0, 0, n).contiguous(),
+                                   alone.out.select(0, 0).contiguous()))
         << "row " << b << " depends on its neighbours";
     const float diff = max_abs_diff(together.out.select(0, b).narrow(0, 0, n),
                                     nemo_batch.select(0, b).narrow(0, 0, n));

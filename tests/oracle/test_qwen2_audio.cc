@@ -76,21 +76,8 @@ const Case& the_case() {
   return *loaded;
 }
 
-std::vector<int64_t> ids_of(const Tensor& t) {
-  const Tensor c = t.contiguous();
-  const auto* p = static_cast<const int64_t*>(c.raw_data());
-  return std::vector<int64_t>(p, p + c.numel());
-}
-
-float max_abs_diff(const Tensor& a, const Tensor& b) {
-  const Tensor x = a.to(DType::kF32).contiguous();
-  const Tensor y = b.to(DType::kF32).contiguous();
-  float worst = 0.0f;
-  const auto* p = static_cast<const float*>(x.raw_data());
-  const auto* q = static_cast<const float*>(y.raw_data());
-  for (int64_t i = 0; i < x.numel(); ++i) worst = std::max(worst, std::abs(p[i] - q[i]));
-  return worst;
-}
+using testing::int64_values;
+using testing::max_abs_difference;
 
 int64_t argmax(const Tensor& logits) {
   const Tensor x = logits.to(DType::kF32).contiguous();
@@ -115,7 +102,7 @@ Served served_utterances(const Case& c) {
     const Tensor audio = c.reference.get(key + ".audio");
     const auto* samples = static_cast<const float*>(audio.raw_data());
     out.waves.emplace_back(samples, samples + audio.numel());
-    std::vector<int64_t> tokens = ids_of(c.reference.get(key + ".greedy"));
+    std::vector<int64_t> tokens = int64_values(c.reference.get(key + ".greedy"));
     if (!tokens.empty() && tokens.back() == c.source.generation.eos_token_ids.front()) {
       tokens.pop_back();
     }
@@ -158,7 +145,7 @@ TEST(Qwen2AudioOracle, MatchesTransformers) {
     ASSERT_EQ(frames, u.at("mel_frames").get<int64_t>());
     const Tensor expected_features = c.reference.get(key + ".features");
     std::cout << key << ": log-mel max |diff| "
-              << max_abs_diff(features.slice(1, 0, frames), expected_features) << "\n";
+              << max_abs_difference(features.slice(1, 0, frames), expected_features) << "\n";
     EXPECT_TRUE(testing::all_close(features.slice(1, 0, frames).contiguous(), expected_features,
                                    kFeatureAtol, 0.0f));
 
@@ -168,8 +155,8 @@ TEST(Qwen2AudioOracle, MatchesTransformers) {
     const Tensor expected_projected = c.reference.get(key + ".projected");
     ASSERT_EQ(projected[0].shape(), expected_projected.shape());
     ASSERT_EQ(projected[0].size(0), u.at("audio_tokens").get<int64_t>());
-    std::cout << key << ": projected max |diff| " << max_abs_diff(projected[0], expected_projected)
-              << "\n";
+    std::cout << key << ": projected max |diff| "
+              << max_abs_difference(projected[0], expected_projected) << "\n";
     EXPECT_TRUE(testing::all_close(projected[0], expected_projected, kTowerAtol, 0.0f));
 
     // The prompt as the processor builds it: the ASR prompt tokenized, its
@@ -182,7 +169,7 @@ TEST(Qwen2AudioOracle, MatchesTransformers) {
         ids.push_back(id);
       }
     }
-    ASSERT_EQ(ids, ids_of(c.reference.get(key + ".input_ids")));
+    ASSERT_EQ(ids, int64_values(c.reference.get(key + ".input_ids")));
 
     const Tensor embeds = c.model->embed_prompt(ids, projected[0]).unsqueeze(0);
     // Small blocks, so the prompt and the steps span several.
@@ -191,7 +178,7 @@ TEST(Qwen2AudioOracle, MatchesTransformers) {
     Tensor logits = c.model->forward(embeds, sequence, cache);
     const Tensor expected_logits = c.reference.get(key + ".prefill_logits");
     std::cout << key << ": prefill logits max |diff| "
-              << max_abs_diff(logits.select(0, 0), expected_logits) << "\n";
+              << max_abs_difference(logits.select(0, 0), expected_logits) << "\n";
     EXPECT_TRUE(testing::all_close(logits.select(0, 0).contiguous(), expected_logits, kLogitAtol,
                                    kLogitRtol));
 
@@ -203,7 +190,7 @@ TEST(Qwen2AudioOracle, MatchesTransformers) {
       logits =
           c.model->step(Tensor::from_vector(std::vector<int64_t>{token}, {1}), sequence, cache);
     }
-    EXPECT_EQ(tokens, ids_of(c.reference.get(key + ".greedy")));
+    EXPECT_EQ(tokens, int64_values(c.reference.get(key + ".greedy")));
     EXPECT_EQ(tokenizer.decode(tokens, /*skip_special_tokens=*/true),
               u.at("text").get<std::string>());
   }
@@ -251,7 +238,7 @@ TEST(Qwen2AudioOracle, BeamSearchGivesTransformersTokensAndScores) {
   std::vector<float> scores;
   for (const json& u : c.summary.at("utterances")) {
     const std::string key = u.at("id").get<std::string>();
-    expected.push_back(ids_of(c.reference.get(key + ".beam3")));
+    expected.push_back(int64_values(c.reference.get(key + ".beam3")));
     scores.push_back(c.reference.get(key + ".beam3_score").data<float>()[0]);
   }
   engine::EngineConfig config;
@@ -441,7 +428,8 @@ TEST(Qwen2AudioOracle, CudaServesTheTokensOfTransformersAndOfEachRowAlone) {
   ASSERT_EQ(got.size(), waves.size());
   for (size_t i = 0; i < waves.size(); ++i) {
     const std::string key = c.summary.at("utterances").at(i).at("id").get<std::string>();
-    EXPECT_EQ(got[i].tokens, ids_of(c.reference.get(key + ".beam3"))) << "beam, utterance " << i;
+    EXPECT_EQ(got[i].tokens, int64_values(c.reference.get(key + ".beam3")))
+        << "beam, utterance " << i;
     const float reference = c.reference.get(key + ".beam3_score").data<float>()[0];
     EXPECT_NEAR(got[i].score, reference, 1e-2) << i;
     std::cout << "beam utterance " << i << ": sequences_scores " << got[i].score << " vs "

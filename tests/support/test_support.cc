@@ -2,12 +2,15 @@
 
 #include <sys/wait.h>
 
+#include <algorithm>
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
 #include <random>
 #include <sstream>
+
+#include "core/error.h"
 
 namespace oasr::testing {
 
@@ -40,6 +43,24 @@ TempDir::TempDir() {
 TempDir::~TempDir() {
   std::error_code ec;
   std::filesystem::remove_all(path_, ec);
+}
+
+float max_abs_difference(const Tensor& a, const Tensor& b) {
+  OASR_CHECK(a.shape() == b.shape(), kInvalidArgument, "max_abs_difference: shapes ",
+             shape_str(a.shape()), " and ", shape_str(b.shape()));
+  const Tensor x = a.to(Device::cpu()).to(DType::kF32).contiguous();
+  const Tensor y = b.to(Device::cpu()).to(DType::kF32).contiguous();
+  float worst = 0.0f;
+  for (int64_t i = 0; i < x.numel(); ++i) {
+    worst = std::max(worst, std::abs(x.data<float>()[i] - y.data<float>()[i]));
+  }
+  return worst;
+}
+
+std::vector<int64_t> int64_values(const Tensor& t) {
+  OASR_CHECK(t.dtype() == DType::kI64, kInvalidArgument, "int64_values: ", t.str());
+  const Tensor c = t.to(Device::cpu()).contiguous();
+  return std::vector<int64_t>(c.data<int64_t>(), c.data<int64_t>() + c.numel());
 }
 
 ::testing::AssertionResult all_close(const Tensor& actual, const Tensor& expected, float atol,

@@ -51,6 +51,13 @@ class TempDir {
 // A float32 tensor of Normal(0, scale) draws from `rng`, in element order.
 Tensor normal_tensor(const Shape& shape, std::mt19937& rng, float scale = 1.0f);
 
+// The largest |a - b| over two float tensors of one shape (any float dtype
+// and device; compared in float32), for the figures oracle tests print.
+float max_abs_difference(const Tensor& a, const Tensor& b);
+
+// The values of an int64 tensor (token ids from a fixture).
+std::vector<int64_t> int64_values(const Tensor& t);
+
 // Bitwise equality of two tensors (same dtype, shape and bytes).
 ::testing::AssertionResult bit_equal(const Tensor& actual, const Tensor& expected);
 

@@ -13,17 +13,11 @@ namespace oasr::models {
 
 namespace {
 
-// The state-dict names of NeMo's ConformerEncoder children.
-std::string index_name(int64_t i) {
-  return std::to_string(i);
+// A stride-2, kernel-3, padding-1 stage's valid frames: NeMo's calc_length,
+// floor((L + 2 - 3) / 2 + 1), 0 for none.
+int64_t stage_frames(int64_t frames) {
+  return frames > 0 ? (frames - 1) / 2 + 1 : 0;
 }
-
-// A container named like torch.nn.Sequential / ModuleList, so checkpoint
-// paths such as "pre_encode.conv.0.weight" resolve; it only holds children.
-class ModuleContainer : public Module {
- public:
-  explicit ModuleContainer(const char* type) : Module(type) {}
-};
 
 bool any_padding(std::span<const int64_t> lengths, int64_t frames) {
   return std::any_of(lengths.begin(), lengths.end(), [&](int64_t n) { return n < frames; });
@@ -59,28 +53,25 @@ DwStridingSubsampling::DwStridingSubsampling(const FastConformerEncoderConfig& c
   const int64_t channels = c.subsampling_conv_channels;
   // NeMo's Sequential: conv 0, ReLU 1, then (depthwise, pointwise, ReLU) per
   // further stage: depthwise at 2 + 3i, pointwise at 3 + 3i.
-  auto conv = register_module("conv", std::make_shared<ModuleContainer>("MaskedConvSequential"));
+  auto conv = register_module("conv", std::make_shared<Module>("MaskedConvSequential"));
   first_ = conv->register_module(
       "0", std::make_shared<layers::Conv2d>(1, channels, 3, 3, 2, 2, true, 1, 1));
   for (int64_t i = 0; i + 1 < stages_; ++i) {
     depthwise_.push_back(conv->register_module(
-        index_name(2 + 3 * i),
+        std::to_string(2 + 3 * i),
         std::make_shared<layers::DepthwiseConv2d>(channels, 3, 3, 2, 2, 1, 1)));
-    pointwise_.push_back(conv->register_module(
-        index_name(3 + 3 * i), std::make_shared<layers::Conv2d>(channels, channels, 1, 1, 1, 1)));
+    pointwise_.push_back(
+        conv->register_module(std::to_string(3 + 3 * i),
+                              std::make_shared<layers::Conv2d>(channels, channels, 1, 1, 1, 1)));
   }
   int64_t freq = c.feat_in;
-  for (int64_t i = 0; i < stages_; ++i) freq = (freq - 1) / 2 + 1;
+  for (int64_t i = 0; i < stages_; ++i) freq = stage_frames(freq);
   out_ = register_module("out", std::make_shared<layers::Linear>(channels * freq, c.d_model));
 }
 
 int64_t DwStridingSubsampling::output_frames(int64_t input_frames) const {
-  // calc_length: floor((L + 2 * 1 - 3) / 2 + 1), in float as NeMo computes it
-  // (exact for these magnitudes).
   int64_t frames = input_frames;
-  for (int64_t i = 0; i < stages_; ++i) {
-    frames = static_cast<int64_t>(std::floor((static_cast<double>(frames) - 1.0) / 2.0 + 1.0));
-  }
+  for (int64_t i = 0; i < stages_; ++i) frames = stage_frames(frames);
   return frames;
 }
 
@@ -90,7 +81,7 @@ Tensor DwStridingSubsampling::forward(const Tensor& x, std::span<const int64_t> 
              shape_str(x.shape()));
   std::vector<int64_t> current(lengths.begin(), lengths.end());
   const auto next_lengths = [&] {
-    for (int64_t& n : current) n = (n - 1) / 2 + 1;  // (L + 2 - 3) / 2 + 1, L >= 1
+    for (int64_t& n : current) n = stage_frames(n);
   };
   Tensor y = zero_padded_frames_nchw(x.unsqueeze(1), current);  // [B, 1, T, F]
   y = first_->forward(y);
@@ -214,10 +205,10 @@ Tensor FastConformerLayer::forward(const Tensor& x, const Tensor& mask, const Te
 FastConformerEncoder::FastConformerEncoder(const FastConformerEncoderConfig& c)
     : Module("ConformerEncoder"), config_(c) {
   pre_encode_ = register_module("pre_encode", std::make_shared<DwStridingSubsampling>(c));
-  auto layers = register_module("layers", std::make_shared<ModuleContainer>("ModuleList"));
+  auto layers = register_module("layers", std::make_shared<Module>("ModuleList"));
   for (int64_t i = 0; i < c.n_layers; ++i) {
     layers_.push_back(
-        layers->register_module(index_name(i), std::make_shared<FastConformerLayer>(c)));
+        layers->register_module(std::to_string(i), std::make_shared<FastConformerLayer>(c)));
   }
   // NeMo's create_pe: exp(arange(0, d, 2) * -(ln(10000) / d)) in float32.
   const float factor = static_cast<float>(-(std::log(10000.0) / static_cast<double>(c.d_model)));

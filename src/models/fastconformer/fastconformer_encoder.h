@@ -36,7 +36,7 @@ class DwStridingSubsampling : public Module {
   // [B, T', D]; `out_lengths` gets the rows' valid output frames.
   Tensor forward(const Tensor& x, std::span<const int64_t> lengths,
                  std::vector<int64_t>& out_lengths) const;
-  // NeMo's calc_length: floor((L + 2 - 3) / 2 + 1) per stride-2 stage.
+  // NeMo's calc_length per stride-2 stage.
   int64_t output_frames(int64_t input_frames) const;
 
  private:

@@ -5,19 +5,12 @@
 
 namespace oasr::models {
 
-namespace {
-class ModuleContainer : public Module {
- public:
-  explicit ModuleContainer(const char* type) : Module(type) {}
-};
-}  // namespace
-
 FastConformerCtcModel::FastConformerCtcModel(const FastConformerConfig& config)
     : Module("EncDecCTCModelBPE"), config_(config) {
   encoder_ = register_module("encoder", std::make_shared<FastConformerEncoder>(config.encoder));
-  auto decoder = register_module("decoder", std::make_shared<ModuleContainer>("ConvASRDecoder"));
+  auto decoder = register_module("decoder", std::make_shared<Module>("ConvASRDecoder"));
   auto decoder_layers =
-      decoder->register_module("decoder_layers", std::make_shared<ModuleContainer>("Sequential"));
+      decoder->register_module("decoder_layers", std::make_shared<Module>("Sequential"));
   ctc_head_ = decoder_layers->register_module(
       "0", std::make_shared<layers::PointwiseConv1d>(config.encoder.d_model, config.blank_id() + 1,
                                                      true));

@@ -3,10 +3,8 @@
 #include <sentencepiece_processor.h>
 
 #include <algorithm>
-#include <numeric>
 
 #include "audio/nemo_mel.h"
-#include "core/cancellation.h"
 #include "core/error.h"
 #include "decode/ctc_search.h"
 #include "models/architecture.h"
@@ -40,10 +38,6 @@ FastConformerRecognizer::FastConformerRecognizer(const EngineConfig& config) {
   resolve_decode(config.decode);  // refuse bad flags before the weights load
   mel_ = std::make_unique<audio::NemoMelSpectrogram>(source_.config.preprocessor,
                                                      source_.mel_window, source_.mel_filterbank);
-  tokenizer_ = std::make_unique<sentencepiece::SentencePieceProcessor>();
-  const auto status = tokenizer_->LoadFromSerializedProto(source_.tokenizer_model);
-  OASR_CHECK(status.ok(), kCorruptFile, config.ckpt_dir.string(),
-             ": the tokenizer: ", status.ToString());
   models::MaterializedFastConformer loaded = models::materialize_fastconformer_model(
       source_, config.quantization, config.materialize_options());
   model_ = std::move(loaded.model);
@@ -95,29 +89,13 @@ std::vector<Transcript> FastConformerRecognizer::transcribe(std::span<const Wave
                                                             const DecodeOptions& options,
                                                             int64_t max_batch_size) const {
   (void)options;  // one method, greedy
-  OASR_CHECK(max_batch_size >= 1, kInvalidArgument, "max_batch_size must be >= 1, got ",
-             max_batch_size);
   std::vector<Tensor> feats(utterances.size());
   ops::parallel_for_rethrowing(static_cast<int64_t>(utterances.size()), [&](int64_t i) {
     feats[static_cast<size_t>(i)] = features(utterances[static_cast<size_t>(i)]);
   });
-  // Length bucketing: sort by frames so a batch pads little, then restore
-  // order (each row's result is its own: the encoder is batch invariant).
-  std::vector<size_t> order(feats.size());
-  std::iota(order.begin(), order.end(), 0);
-  std::stable_sort(order.begin(), order.end(),
-                   [&](size_t a, size_t b) { return feats[a].size(0) > feats[b].size(0); });
-  std::vector<Transcript> results(feats.size());
-  const size_t batch = static_cast<size_t>(max_batch_size);
-  for (size_t start = 0; start < order.size(); start += batch) {
-    throw_if_cancelled();
-    const size_t end = std::min(order.size(), start + batch);
-    std::vector<Tensor> group;
-    for (size_t i = start; i < end; ++i) group.push_back(feats[order[i]]);
-    std::vector<Transcript> decoded = transcribe_batch(group);
-    for (size_t i = start; i < end; ++i) results[order[i]] = std::move(decoded[i - start]);
-  }
-  return results;
+  return transcribe_in_length_buckets(feats, max_batch_size, [&](const std::vector<Tensor>& batch) {
+    return transcribe_batch(batch);
+  });
 }
 
 std::vector<Transcript> FastConformerRecognizer::transcribe_batch(
@@ -152,7 +130,7 @@ std::string FastConformerRecognizer::detokenize(std::span<const int64_t> tokens)
     ids.push_back(static_cast<int>(id));
   }
   std::string text;
-  const auto status = tokenizer_->Decode(ids, &text);
+  const auto status = source_.tokenizer->Decode(ids, &text);
   OASR_CHECK(status.ok(), kInternal, "SentencePiece decode: ", status.ToString());
   return text;
 }

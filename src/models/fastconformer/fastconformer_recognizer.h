@@ -16,10 +16,6 @@
 #include "models/fastconformer/fastconformer_model.h"
 #include "models/fastconformer/nemo_source.h"
 
-namespace sentencepiece {
-class SentencePieceProcessor;
-}
-
 namespace oasr::engine {
 
 std::vector<DecodeOptionSpec> fastconformer_decode_options();
@@ -50,7 +46,6 @@ class FastConformerRecognizer final : public Recognizer {
   std::unique_ptr<audio::NemoMelSpectrogram> mel_;
   std::unique_ptr<models::FastConformerCtcModel> model_;
   quant::QuantizationSpec spec_;
-  std::unique_ptr<sentencepiece::SentencePieceProcessor> tokenizer_;
 };
 
 }  // namespace oasr::engine

@@ -2,11 +2,10 @@
 
 #include <sentencepiece_processor.h>
 
-#include <fstream>
 #include <functional>
-#include <sstream>
 
 #include "core/error.h"
+#include "io/posix_file.h"
 #include "io/tar_archive.h"
 #include "io/torch_checkpoint.h"
 
@@ -19,14 +18,6 @@ constexpr const char* kConfigMember = "model_config.yaml";
 constexpr const char* kWeightsMember = "model_weights.ckpt";
 constexpr const char* kWindowName = "preprocessor.featurizer.window";
 constexpr const char* kFilterbankName = "preprocessor.featurizer.fb";
-
-std::string read_text_file(const fs::path& path) {
-  std::ifstream in(path, std::ios::binary);
-  OASR_CHECK(in.good(), kIo, path.string(), ": cannot open the file for reading");
-  std::ostringstream out;
-  out << in.rdbuf();
-  return out.str();
-}
 
 // The members NemoSource needs, from the archive or the directory.
 struct Members {
@@ -64,9 +55,9 @@ Members read_directory(const fs::path& dir) {
   };
   Members m;
   m.config_file = need(kConfigMember);
-  m.config_text = read_text_file(m.config_file);
+  m.config_text = io::read_file_bytes(m.config_file);
   m.state = io::load_torch_state_dict(need(kWeightsMember));
-  m.read_member = [need](const std::string& name) { return read_text_file(need(name)); };
+  m.read_member = [need](const std::string& name) { return io::read_file_bytes(need(name)); };
   return m;
 }
 
@@ -114,22 +105,23 @@ NemoSource load_nemo_checkpoint(const fs::path& path) {
       take_float_buffer(m.state, kFilterbankName, {1, mel.features, mel.frequency_bins()}, path);
   source.notes = m.state.converted;
 
-  source.tokenizer_model = m.read_member(source.config.tokenizer_model);
-  sentencepiece::SentencePieceProcessor processor;
-  const auto status = processor.LoadFromSerializedProto(source.tokenizer_model);
+  auto processor = std::make_shared<sentencepiece::SentencePieceProcessor>();
+  const auto status =
+      processor->LoadFromSerializedProto(m.read_member(source.config.tokenizer_model));
   OASR_CHECK(status.ok(), kCorruptFile, path.string(), ": ", source.config.tokenizer_model,
              " is not a SentencePiece model: ", status.ToString());
   const auto& vocabulary = source.config.vocabulary;
-  OASR_CHECK(processor.GetPieceSize() == static_cast<int>(vocabulary.size()), kCorruptFile,
+  OASR_CHECK(processor->GetPieceSize() == static_cast<int>(vocabulary.size()), kCorruptFile,
              path.string(), ": the tokenizer ", source.config.tokenizer_model, " has ",
-             processor.GetPieceSize(), " pieces but decoder.vocabulary has ", vocabulary.size(),
+             processor->GetPieceSize(), " pieces but decoder.vocabulary has ", vocabulary.size(),
              "; the tokenizer does not belong to this model");
   for (size_t i = 0; i < vocabulary.size(); ++i) {
-    OASR_CHECK(processor.IdToPiece(static_cast<int>(i)) == vocabulary[i], kCorruptFile,
+    OASR_CHECK(processor->IdToPiece(static_cast<int>(i)) == vocabulary[i], kCorruptFile,
                path.string(), ": tokenizer piece ", i, " is '",
-               processor.IdToPiece(static_cast<int>(i)), "' but decoder.vocabulary[", i, "] is '",
+               processor->IdToPiece(static_cast<int>(i)), "' but decoder.vocabulary[", i, "] is '",
                vocabulary[i], "'; the tokenizer does not belong to this model");
   }
+  source.tokenizer = std::move(processor);
   source.weights = std::make_shared<OrderedTensorSource>(std::move(m.state.tensors));
   return source;
 }

@@ -12,6 +12,10 @@
 #include "layers/module.h"
 #include "models/fastconformer/fastconformer_config.h"
 
+namespace sentencepiece {
+class SentencePieceProcessor;
+}
+
 namespace oasr::models {
 
 struct NemoSource {
@@ -23,7 +27,8 @@ struct NemoSource {
   // n_fft / 2 + 1], float32 on the host: the mel front end as saved.
   Tensor mel_window;
   Tensor mel_filterbank;
-  std::string tokenizer_model;     // the SentencePiece model's bytes
+  // The SentencePiece model, loaded and checked against decoder.vocabulary.
+  std::shared_ptr<const sentencepiece::SentencePieceProcessor> tokenizer;
   std::vector<std::string> notes;  // dtype conversions of the state dict
 };
 

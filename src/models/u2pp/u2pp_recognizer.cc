@@ -4,7 +4,6 @@
 #include <cmath>
 #include <exception>
 #include <functional>
-#include <numeric>
 #include <optional>
 
 #include "core/cancellation.h"
@@ -355,22 +354,9 @@ std::vector<Transcript> U2ppRecognizer::transcribe(std::span<const Waveform> utt
   for_each_row(static_cast<int64_t>(utterances.size()), [&](int64_t i) {
     feats[static_cast<size_t>(i)] = features(utterances[static_cast<size_t>(i)]);
   });
-  // Length bucketing: sort by frames so a batch pads little, then restore order.
-  std::vector<size_t> order(feats.size());
-  std::iota(order.begin(), order.end(), 0);
-  std::stable_sort(order.begin(), order.end(),
-                   [&](size_t a, size_t b) { return feats[a].size(0) > feats[b].size(0); });
-  std::vector<Transcript> results(feats.size());
-  const size_t batch = static_cast<size_t>(max_batch_size);
-  for (size_t start = 0; start < order.size(); start += batch) {
-    throw_if_cancelled();
-    const size_t end = std::min(order.size(), start + batch);
-    std::vector<Tensor> group;
-    for (size_t i = start; i < end; ++i) group.push_back(feats[order[i]]);
-    std::vector<Transcript> decoded = transcribe_batch(group, options);
-    for (size_t i = start; i < end; ++i) results[order[i]] = std::move(decoded[i - start]);
-  }
-  return results;
+  return transcribe_in_length_buckets(feats, max_batch_size, [&](const std::vector<Tensor>& batch) {
+    return transcribe_batch(batch, options);
+  });
 }
 
 std::vector<Transcript> U2ppRecognizer::transcribe_batch(const std::vector<Tensor>& feats,
