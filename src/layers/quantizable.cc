@@ -56,6 +56,7 @@ std::string gemm_alignment_refusal(int64_t in_features, int64_t out_features, co
 }
 
 std::string QuantizableLayer::quant_refusal(const quant::QuantScheme& /*scheme*/) const {
+  if (!fixed_refusal_.empty()) return fixed_refusal_;
   const quant::GemmGeometry g = quant_geometry();
   return gemm_alignment_refusal(g.in_features, g.out_features);
 }

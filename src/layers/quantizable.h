@@ -66,6 +66,14 @@ class QuantizableLayer {
   // "" when this layer can be served with `scheme`; otherwise why not
   // (alignment, groups, format), for the spec's skipped list or a refusal.
   virtual std::string quant_refusal(const quant::QuantScheme& scheme) const;
+  // Marks this layer never quantizable, for a reason its model states (the
+  // spec: a layer whose weight a fused kernel reads directly, such as the
+  // transducer joiner's decoder_proj / output_linear, is not quantizable, and
+  // a spec that selects one is refused). Kind selection then skips it with
+  // the reason; an explicit target or a loaded spec that names it is refused
+  // with it. Honoured by every layer whose quant_refusal is this base one
+  // (Linear and its subclasses).
+  void refuse_quantization(std::string reason) { fixed_refusal_ = std::move(reason); }
 
   // Turns the weight slot into the method's storage, unloaded: a quantized
   // checkpoint then fills it with a strict, dtype-checked load.
@@ -138,6 +146,7 @@ class QuantizableLayer {
   std::unique_ptr<quant::QuantMethod> quant_method_;
   quant::InputObserver* observer_ = nullptr;
   const QuantizableLayer* output_quant_consumer_ = nullptr;
+  std::string fixed_refusal_;
 };
 
 // The GEMM alignment rule shared by every 8-bit lane: in_features % 16 == 0

@@ -49,7 +49,7 @@ const char* const kUtterances[] = {"u00", "u01", "u02"};
 
 struct Case {
   models::NemoSource source;
-  std::unique_ptr<models::FastConformerCtcModel> model;
+  std::unique_ptr<models::FastConformerModel> model;
   io::SafeTensorsFile reference;
   json summary;
 };
@@ -62,7 +62,7 @@ const Case& the_case() {
   static const Case* loaded = [] {
     auto* c = new Case{};
     c->source = models::load_nemo_checkpoint(nemo_file());
-    c->model = std::make_unique<models::FastConformerCtcModel>(c->source.config);
+    c->model = std::make_unique<models::FastConformerModel>(c->source.config);
     c->model->load_state_dict(*c->source.weights);
     c->reference = io::SafeTensorsFile::open(testing::oracle_dir() / "reference.safetensors");
     std::ifstream in(testing::oracle_dir() / "summary.json");

@@ -31,9 +31,9 @@ Architecture fastconformer_architecture() {
     return MaterializedModel{std::move(loaded.model), std::move(loaded.spec)};
   };
   architecture.quantization_layout = [](const Module& model) {
-    const auto* fc = dynamic_cast<const FastConformerCtcModel*>(&model);
+    const auto* fc = dynamic_cast<const FastConformerModel*>(&model);
     OASR_CHECK(fc != nullptr, kInternal, "the FastConformer quantization layout got a ",
-               model.type_name(), " model, not a FastConformerCtcModel");
+               model.type_name(), " model, not a FastConformerModel");
     return fastconformer_quantization_layout(fc->config());
   };
   return architecture;

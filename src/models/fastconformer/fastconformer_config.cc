@@ -164,6 +164,108 @@ FastConformerEncoderConfig parse_encoder(const Section& s) {
   return e;
 }
 
+void parse_ctc_head(const Section& top, FastConformerConfig& config) {
+  const Section decoder = top.child("decoder");
+  const std::string decoder_target = decoder.get<std::string>("_target_", "");
+  OASR_CHECK(decoder_target.find("ConvASRDecoder") != std::string::npos, kUnsupported,
+             decoder.where("_target_"), ": ", decoder_target,
+             " is not served (a CTC model's head is ConvASRDecoder; a transducer's config also "
+             "has a joint)");
+  config.head = FastConformerHead::kCtc;
+  const int64_t feat_in = decoder.get<int64_t>("feat_in", config.encoder.d_model);
+  OASR_CHECK(feat_in == config.encoder.d_model, kCorruptFile, decoder.where("feat_in"), ": ",
+             feat_in, " does not match encoder.d_model ", config.encoder.d_model);
+  config.vocabulary = decoder.get<std::vector<std::string>>("vocabulary");
+  const int64_t classes = decoder.get<int64_t>("num_classes");
+  OASR_CHECK(classes == static_cast<int64_t>(config.vocabulary.size()) && classes > 0, kCorruptFile,
+             decoder.where("num_classes"), ": ", classes, " does not match the ",
+             config.vocabulary.size(), " entries of decoder.vocabulary");
+}
+
+// RNNTDecoder + RNNTJoint (EncDecRNNTBPEModel), TDT when the loss is "tdt".
+void parse_transducer(const Section& top, FastConformerConfig& config) {
+  FastConformerTransducerConfig t;
+  const Section decoder = top.child("decoder");
+  const std::string decoder_target = decoder.get<std::string>("_target_", "");
+  OASR_CHECK(decoder_target.find("RNNTDecoder") != std::string::npos, kUnsupported,
+             decoder.where("_target_"), ": ", decoder_target,
+             " is not served (a transducer's predictor must be RNNTDecoder, an LSTM)");
+  OASR_CHECK(!decoder.has("normalization_mode"), kUnsupported, decoder.where("normalization_mode"),
+             ": a normalized predictor LSTM is not served (only null)");
+  OASR_CHECK(decoder.get<bool>("blank_as_pad", true), kUnsupported, decoder.where("blank_as_pad"),
+             ": only blank_as_pad: true is served (blank is the predictor's start symbol)");
+  const Section prednet = decoder.child("prednet");
+  t.pred_hidden = prednet.positive("pred_hidden");
+  t.pred_rnn_layers = prednet.positive("pred_rnn_layers");
+  const int64_t rnn_hidden = prednet.get<int64_t>("rnn_hidden_size", -1);
+  OASR_CHECK(rnn_hidden <= 0 || rnn_hidden == t.pred_hidden, kUnsupported,
+             prednet.where("rnn_hidden_size"), ": ", rnn_hidden, " differs from pred_hidden ",
+             t.pred_hidden, " (an LSTM with a projection), which is not served");
+
+  const Section joint = top.child("joint");
+  const std::string joint_target = joint.get<std::string>("_target_", "");
+  OASR_CHECK(joint_target.find("RNNTJoint") != std::string::npos, kUnsupported,
+             joint.where("_target_"), ": ", joint_target, " is not served (only RNNTJoint)");
+  const Section jointnet = joint.child("jointnet");
+  t.joint_hidden = jointnet.positive("joint_hidden");
+  t.activation = jointnet.get<std::string>("activation");
+  OASR_CHECK(t.activation == "relu" || t.activation == "tanh" || t.activation == "sigmoid",
+             kUnsupported, jointnet.where("activation"), ": '", t.activation,
+             "' is not a joint activation NeMo has (relu, tanh, sigmoid)");
+  // NeMo puts a Dropout between the activation and the output linear only
+  // when the rate is non-zero, which moves the linear's index in joint_net.
+  t.joint_has_dropout = jointnet.get<double>("dropout", 0.0) != 0.0;
+  const int64_t encoder_hidden = jointnet.get<int64_t>("encoder_hidden", config.encoder.d_model);
+  OASR_CHECK(encoder_hidden == config.encoder.d_model, kCorruptFile,
+             jointnet.where("encoder_hidden"), ": ", encoder_hidden,
+             " does not match encoder.d_model ", config.encoder.d_model);
+  const int64_t joint_pred_hidden = jointnet.get<int64_t>("pred_hidden", t.pred_hidden);
+  OASR_CHECK(joint_pred_hidden == t.pred_hidden, kCorruptFile, jointnet.where("pred_hidden"), ": ",
+             joint_pred_hidden, " does not match decoder.prednet.pred_hidden ", t.pred_hidden);
+
+  config.vocabulary = joint.get<std::vector<std::string>>("vocabulary");
+  config.vocabulary_key = "joint.vocabulary";
+  const int64_t classes = joint.get<int64_t>("num_classes");
+  OASR_CHECK(classes == static_cast<int64_t>(config.vocabulary.size()) && classes > 0, kCorruptFile,
+             joint.where("num_classes"), ": ", classes, " does not match the ",
+             config.vocabulary.size(), " entries of joint.vocabulary");
+  const int64_t decoder_vocab = decoder.get<int64_t>("vocab_size", classes);
+  OASR_CHECK(decoder_vocab == classes, kCorruptFile, decoder.where("vocab_size"), ": ",
+             decoder_vocab, " does not match joint.num_classes ", classes);
+
+  const std::string loss = top.has("loss")
+                               ? top.child("loss").get<std::string>("loss_name", "default")
+                               : std::string("default");
+  const int64_t extra = joint.get<int64_t>("num_extra_outputs", 0);
+  if (loss == "tdt") {
+    const Section kwargs = top.child("loss").child("tdt_kwargs");
+    t.durations = kwargs.get<std::vector<int64_t>>("durations");
+    OASR_CHECK(!t.durations.empty(), kCorruptFile, kwargs.where("durations"), " is empty");
+    for (int64_t d : t.durations) {
+      OASR_CHECK(d >= 0, kCorruptFile, kwargs.where("durations"), ": duration ", d, " is negative");
+    }
+    OASR_CHECK(extra == static_cast<int64_t>(t.durations.size()), kCorruptFile,
+               joint.where("num_extra_outputs"), ": ", extra, " does not match the ",
+               t.durations.size(), " TDT durations of loss.tdt_kwargs.durations");
+    config.head = FastConformerHead::kTdt;
+  } else {
+    OASR_CHECK(extra == 0, kUnsupported, joint.where("num_extra_outputs"), ": ", extra,
+               " extra joint outputs with loss '", loss,
+               "' (multi-blank transducers) are not served; RNN-T (0) and TDT (loss tdt) are");
+    config.head = FastConformerHead::kRnnt;
+  }
+  if (top.has("decoding") && top.child("decoding").has("greedy")) {
+    const Section greedy = top.child("decoding").child("greedy");
+    const char* key = greedy.has("max_symbols") ? "max_symbols" : "max_symbols_per_step";
+    if (greedy.has(key)) {
+      t.max_symbols = greedy.get<int64_t>(key);
+      OASR_CHECK(t.max_symbols > 0, kCorruptFile, greedy.where(key), " must be positive, got ",
+                 t.max_symbols);
+    }
+  }
+  config.transducer = t;
+}
+
 }  // namespace
 
 FastConformerConfig parse_fastconformer_config(const std::string& text,
@@ -184,24 +286,15 @@ FastConformerConfig parse_fastconformer_config(const std::string& text,
              top.where("encoder.feat_in"), ": ", config.encoder.feat_in,
              " does not match preprocessor.features ", config.preprocessor.features);
 
-  OASR_CHECK(!top.has("joint"), kUnsupported, file.string(), ": ",
-             config.target.empty() ? "this transducer model" : config.target,
-             " has a joint network (RNN-T / TDT); only CTC models are served so far");
-  const Section decoder = top.child("decoder");
-  const std::string decoder_target = decoder.get<std::string>("_target_", "");
-  OASR_CHECK(decoder_target.find("ConvASRDecoder") != std::string::npos, kUnsupported,
-             decoder.where("_target_"), ": ", decoder_target,
-             " is not served (only ConvASRDecoder, the CTC head)");
-  config.head = FastConformerHead::kCtc;
-  const int64_t feat_in = decoder.get<int64_t>("feat_in", config.encoder.d_model);
-  OASR_CHECK(feat_in == config.encoder.d_model, kCorruptFile, decoder.where("feat_in"), ": ",
-             feat_in, " does not match encoder.d_model ", config.encoder.d_model);
-  config.vocabulary = decoder.get<std::vector<std::string>>("vocabulary");
-  const int64_t classes = decoder.get<int64_t>("num_classes");
-  OASR_CHECK(classes == static_cast<int64_t>(config.vocabulary.size()) && classes > 0, kCorruptFile,
-             decoder.where("num_classes"), ": ", classes, " does not match the ",
-             config.vocabulary.size(), " entries of decoder.vocabulary");
-
+  OASR_CHECK(!top.has("aux_ctc"), kUnsupported, top.where("aux_ctc"), ": ",
+             config.target.empty() ? "this hybrid model" : config.target,
+             " carries both a transducer and a CTC head (hybrid RNN-T / CTC), which is not "
+             "served yet");
+  if (top.has("joint")) {
+    parse_transducer(top, config);
+  } else {
+    parse_ctc_head(top, config);
+  }
   const Section tokenizer = top.child("tokenizer");
   const std::string type = tokenizer.get<std::string>("type");
   OASR_CHECK(type == "bpe", kUnsupported, tokenizer.where("type"), ": '", type,

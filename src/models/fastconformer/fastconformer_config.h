@@ -32,7 +32,27 @@ struct FastConformerEncoderConfig {
 };
 
 enum class FastConformerHead {
-  kCtc,  // ConvASRDecoder: a kernel-1 Conv1d to vocabulary + blank, log_softmax
+  kCtc,   // ConvASRDecoder: a kernel-1 Conv1d to vocabulary + blank, log_softmax
+  kRnnt,  // RNNTDecoder (embedding + LSTM predictor) and RNNTJoint
+  kTdt,   // the same, the joint also giving duration logits (loss "tdt")
+};
+
+// A transducer head (RNNTDecoder + RNNTJoint) as NeMo's config names it.
+struct FastConformerTransducerConfig {
+  int64_t pred_hidden = 0;      // decoder.prednet.pred_hidden
+  int64_t pred_rnn_layers = 1;  // decoder.prednet.pred_rnn_layers
+  int64_t joint_hidden = 0;     // joint.jointnet.joint_hidden
+  std::string activation;       // joint.jointnet.activation: relu, tanh or sigmoid
+  bool joint_has_dropout = false;
+  // TDT: the durations (frames) the joint's extra outputs stand for, from
+  // loss.tdt_kwargs.durations; empty for RNN-T.
+  std::vector<int64_t> durations;
+  // decoding.greedy.max_symbols: labels one frame may emit before the search
+  // moves on (NeMo's default 10 where the key is absent).
+  int64_t max_symbols = 10;
+  // joint.joint_net's index of the output linear (after the activation and,
+  // when dropout is configured, a Dropout).
+  std::string output_linear_index() const { return joint_has_dropout ? "2" : "1"; }
 };
 
 struct FastConformerConfig {
@@ -40,9 +60,12 @@ struct FastConformerConfig {
   audio::NemoMelOptions preprocessor;
   FastConformerEncoderConfig encoder;
   FastConformerHead head = FastConformerHead::kCtc;
-  // The output vocabulary in id order (decoder.vocabulary); blank is the id
-  // after the last.
+  FastConformerTransducerConfig transducer;  // kRnnt, kTdt
+  bool is_transducer() const { return head != FastConformerHead::kCtc; }
+  // The output vocabulary in id order (decoder.vocabulary, or
+  // joint.vocabulary for a transducer); blank is the id after the last.
   std::vector<std::string> vocabulary;
+  std::string vocabulary_key = "decoder.vocabulary";  // where it was read, for messages
   int64_t blank_id() const { return static_cast<int64_t>(vocabulary.size()); }
   // tokenizer.model_path with NeMo's "nemo:" prefix removed: the archive
   // member (or file in the unpacked directory) of the SentencePiece model.
@@ -52,7 +75,7 @@ struct FastConformerConfig {
 // Parses `text` (the yaml's contents; `file` names it in messages). Refuses,
 // naming the key and what is served: a missing key that has no NeMo default,
 // an unknown subsampling / self_attention_model / conv_norm_type / decoder
-// class, an RNN-T or TDT model (not served yet), limited-context (cache-aware
+// class, a multi-blank transducer, a hybrid RNN-T / CTC model, limited-context (cache-aware
 // streaming) attention, tied position biases (untie_biases: false), and
 // values out of range.
 FastConformerConfig parse_fastconformer_config(const std::string& text,

@@ -1,13 +1,29 @@
 #include "models/fastconformer/fastconformer_model.h"
 
+#include "core/error.h"
 #include "models/load_sequence.h"
 #include "ops/log_softmax.h"
 
 namespace oasr::models {
 
-FastConformerCtcModel::FastConformerCtcModel(const FastConformerConfig& config)
-    : Module("EncDecCTCModelBPE"), config_(config) {
+namespace {
+
+std::string model_type_name(const FastConformerConfig& config) {
+  const size_t dot = config.target.rfind('.');
+  if (!config.target.empty()) return config.target.substr(dot == std::string::npos ? 0 : dot + 1);
+  return config.is_transducer() ? "EncDecRNNTBPEModel" : "EncDecCTCModelBPE";
+}
+
+}  // namespace
+
+FastConformerModel::FastConformerModel(const FastConformerConfig& config)
+    : Module(model_type_name(config)), config_(config) {
   encoder_ = register_module("encoder", std::make_shared<FastConformerEncoder>(config.encoder));
+  if (config.is_transducer()) {
+    predictor_ = register_module("decoder", std::make_shared<RnntPredictor>(config));
+    joint_ = register_module("joint", std::make_shared<RnntJoint>(config));
+    return;
+  }
   auto decoder = register_module("decoder", std::make_shared<Module>("ConvASRDecoder"));
   auto decoder_layers =
       decoder->register_module("decoder_layers", std::make_shared<Module>("Sequential"));
@@ -16,14 +32,31 @@ FastConformerCtcModel::FastConformerCtcModel(const FastConformerConfig& config)
                                                      true));
 }
 
-FastConformerCtcModel::Output FastConformerCtcModel::forward(
-    const Tensor& feats, std::span<const int64_t> lengths) const {
-  FastConformerEncoder::Output encoded = encoder_->forward(feats, lengths);
+Tensor FastConformerModel::ctc_log_probs(const Tensor& encoded) const {
+  OASR_CHECK(ctc_head_ != nullptr, kInvalidArgument, "this ", type_name(),
+             " has a transducer head, not a CTC head");
+  return ops::log_softmax(ctc_head_->forward(encoded), -1).to(Device::cpu()).to(DType::kF32);
+}
+
+FastConformerModel::Output FastConformerModel::forward(const Tensor& feats,
+                                                       std::span<const int64_t> lengths) const {
+  FastConformerEncoder::Output encoded = encode(feats, lengths);
   Output output;
-  output.log_probs =
-      ops::log_softmax(ctc_head_->forward(encoded.out), -1).to(Device::cpu()).to(DType::kF32);
+  output.log_probs = ctc_log_probs(encoded.out);
   output.lengths = std::move(encoded.lengths);
   return output;
+}
+
+const RnntPredictor& FastConformerModel::predictor() const {
+  OASR_CHECK(predictor_ != nullptr, kInvalidArgument, "this ", type_name(),
+             " has a CTC head, not a transducer");
+  return *predictor_;
+}
+
+const RnntJoint& FastConformerModel::joint() const {
+  OASR_CHECK(joint_ != nullptr, kInvalidArgument, "this ", type_name(),
+             " has a CTC head, not a transducer");
+  return *joint_;
 }
 
 quant::QuantLayout fastconformer_quantization_layout(const FastConformerConfig& config) {
@@ -33,6 +66,8 @@ quant::QuantLayout fastconformer_quantization_layout(const FastConformerConfig& 
       {"encoder.pre_encode.*", "the subsampling (spec: kept full precision)"},
       {"encoder.layers.*.self_attn.linear_pos",
        "the relative position projection (spec: kept full precision)"},
+      {"decoder.prediction.*", "the transducer's predictor (spec: kept full precision)"},
+      {"joint.enc", "the transducer's joint (spec: kept full precision)"},
   };
   layout.has_ar_kv_cache = false;
   for (int64_t i = 0; i < config.encoder.n_layers; ++i) {
@@ -51,7 +86,7 @@ MaterializedFastConformer materialize_fastconformer_model(
   check_block_count(source.weights->names(), "encoder.layers.", source.config.encoder.n_layers,
                     "encoder.n_layers", source.path / "model_config.yaml");
   MaterializedFastConformer out;
-  out.model = std::make_unique<FastConformerCtcModel>(source.config);
+  out.model = std::make_unique<FastConformerModel>(source.config);
   out.spec =
       load_model(*out.model, fastconformer_quantization_layout(source.config),
                  {source.weights.get(), nlohmann::json(), source.path}, quantization, options);

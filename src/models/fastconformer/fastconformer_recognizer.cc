@@ -7,6 +7,7 @@
 #include "audio/nemo_mel.h"
 #include "core/error.h"
 #include "decode/ctc_search.h"
+#include "decode/transducer_greedy.h"
 #include "models/architecture.h"
 #include "ops/cpu_threads.h"
 
@@ -14,15 +15,31 @@ namespace oasr::engine {
 
 namespace {
 constexpr const char* kCtcGreedy = "ctc_greedy_search";
+constexpr const char* kTransducerGreedy = "transducer_greedy_search";
+
+const char* head_name(const models::FastConformerConfig& config) {
+  switch (config.head) {
+    case models::FastConformerHead::kCtc:
+      return "CTC";
+    case models::FastConformerHead::kRnnt:
+      return "RNN-T";
+    case models::FastConformerHead::kTdt:
+      return "TDT";
+  }
+  return "?";
+}
+
 }  // namespace
 
 std::vector<DecodeOptionSpec> fastconformer_decode_options() {
   DecodeOptionSpec method;
   method.key = kDecodeMethodKey;
   method.kind = DecodeValueKind::kText;
-  method.help = "the search: CTC greedy (NeMo's greedy_batch)";
-  method.default_text = kCtcGreedy;
-  method.choices = {kCtcGreedy};
+  method.help =
+      "the search, NeMo's greedy_batch for the checkpoint's head: ctc_greedy_search (CTC), "
+      "transducer_greedy_search (RNN-T, TDT: label-looping, max_symbols from the checkpoint)";
+  method.default_text = "the head's greedy search";
+  method.choices = {kCtcGreedy, kTransducerGreedy};
   method.aliases = {"decoding_method"};
   return {method};
 }
@@ -63,18 +80,20 @@ Recognizer::AudioLimit FastConformerRecognizer::audio_limit(const DecodeOptions&
 }
 
 DecodeOptions FastConformerRecognizer::resolve_decode(const DecodeOverrides& o) const {
-  const std::string method = o.find<std::string>(kDecodeMethodKey).value_or(kCtcGreedy);
-  if (method != kCtcGreedy) {
+  const models::FastConformerConfig& config = source_.config;
+  const char* own = config.is_transducer() ? kTransducerGreedy : kCtcGreedy;
+  const std::string method = o.find<std::string>(kDecodeMethodKey).value_or(own);
+  if (method != own) {
     const std::string owners = models::architectures_taking(method);
-    OASR_THROW(kInvalidArgument, "decode method '", method,
-               "' is not a NeMo FastConformer CTC method",
+    OASR_THROW(kInvalidArgument, "decode method '", method, "' is not a method of this NeMo ",
+               head_name(config), " checkpoint",
                owners.empty() ? std::string() : " (" + owners + " checkpoints take it)",
-               "; this checkpoint takes ", kCtcGreedy);
+               "; it takes ", own);
   }
   for (const auto& [key, value] : o.items()) {
     (void)value;
     OASR_CHECK(key == kDecodeMethodKey, kInvalidArgument, decode_label(key),
-               " is not read by NeMo FastConformer CTC greedy search; drop it");
+               " is not read by NeMo FastConformer greedy search; drop it");
   }
   DecodeOptions resolved;
   resolved.set(kDecodeMethodKey, method);
@@ -110,10 +129,41 @@ std::vector<Transcript> FastConformerRecognizer::transcribe_batch(
     padded.select(0, b).narrow(0, 0, feats[b].size(0)).copy_(feats[b]);
     lengths[static_cast<size_t>(b)] = feats[b].size(0);
   }
-  const models::FastConformerCtcModel::Output out = model_->forward(padded, lengths);
+  const models::FastConformerEncoder::Output encoded = model_->encode(padded, lengths);
+  const auto& mel = source_.config.preprocessor;
+  const double seconds_per_frame =
+      static_cast<double>(mel.hop_length * source_.config.encoder.subsampling_factor) /
+      static_cast<double>(mel.sample_rate);
   std::vector<Transcript> results(static_cast<size_t>(batch));
+  if (source_.config.is_transducer()) {
+    const auto& t = source_.config.transducer;
+    models::TransducerBatchSteps steps(model_->predictor(), model_->joint(), encoded.out,
+                                       source_.config.blank_id());
+    decode::TransducerGreedyOptions options;
+    options.blank_id = source_.config.blank_id();
+    options.durations = t.durations;
+    options.max_symbols = t.max_symbols;
+    const std::vector<decode::TransducerHypothesis> hyps =
+        decode::transducer_greedy_search(steps, encoded.lengths, options);
+    for (int64_t b = 0; b < batch; ++b) {
+      const decode::TransducerHypothesis& h = hyps[static_cast<size_t>(b)];
+      Transcript& out = results[static_cast<size_t>(b)];
+      out.tokens = h.tokens;
+      out.score = h.score;
+      out.text = detokenize(out.tokens);
+      // NeMo's token offsets: a token starts on its frame and lasts its
+      // predicted duration (TDT) or the one frame (RNN-T).
+      for (size_t i = 0; i < h.frames.size(); ++i) {
+        const int64_t span = h.durations.empty() ? 1 : std::max<int64_t>(h.durations[i], 1);
+        out.token_times.push_back({static_cast<double>(h.frames[i]) * seconds_per_frame,
+                                   static_cast<double>(h.frames[i] + span) * seconds_per_frame});
+      }
+    }
+    return results;
+  }
+  const Tensor log_probs = model_->ctc_log_probs(encoded.out);
   for (int64_t b = 0; b < batch; ++b) {
-    const Tensor row = out.log_probs.select(0, b).narrow(0, 0, out.lengths[static_cast<size_t>(b)]);
+    const Tensor row = log_probs.select(0, b).narrow(0, 0, encoded.lengths[static_cast<size_t>(b)]);
     Transcript& t = results[static_cast<size_t>(b)];
     t.tokens = decode::ctc_greedy_search(row.contiguous(), source_.config.blank_id());
     t.text = detokenize(t.tokens);

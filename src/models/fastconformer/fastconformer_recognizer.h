@@ -1,8 +1,9 @@
-// The recognizer of NeMo FastConformer CTC checkpoints (asr/recognizer.h):
+// The recognizer of NeMo FastConformer checkpoints (asr/recognizer.h):
 // NeMo's mel front end from the checkpoint's own window and filterbank, the
-// encoder over length-bucketed batches, the CTC head, greedy CTC search
-// (NeMo's greedy_batch: argmax per frame, repeats merged, blank dropped) and
-// SentencePiece detokenization.
+// encoder over length-bucketed batches, then NeMo's greedy_batch for the
+// head: CTC (argmax per frame, repeats merged, blank dropped) or RNN-T / TDT
+// (label-looping, decode/transducer_greedy.h, with token times from the
+// frames), and SentencePiece detokenization.
 #pragma once
 
 #include <memory>
@@ -44,7 +45,7 @@ class FastConformerRecognizer final : public Recognizer {
 
   models::NemoSource source_;
   std::unique_ptr<audio::NemoMelSpectrogram> mel_;
-  std::unique_ptr<models::FastConformerCtcModel> model_;
+  std::unique_ptr<models::FastConformerModel> model_;
   quant::QuantizationSpec spec_;
 };
 

@@ -113,13 +113,13 @@ NemoSource load_nemo_checkpoint(const fs::path& path) {
   const auto& vocabulary = source.config.vocabulary;
   OASR_CHECK(processor->GetPieceSize() == static_cast<int>(vocabulary.size()), kCorruptFile,
              path.string(), ": the tokenizer ", source.config.tokenizer_model, " has ",
-             processor->GetPieceSize(), " pieces but decoder.vocabulary has ", vocabulary.size(),
-             "; the tokenizer does not belong to this model");
+             processor->GetPieceSize(), " pieces but ", source.config.vocabulary_key, " has ",
+             vocabulary.size(), "; the tokenizer does not belong to this model");
   for (size_t i = 0; i < vocabulary.size(); ++i) {
     OASR_CHECK(processor->IdToPiece(static_cast<int>(i)) == vocabulary[i], kCorruptFile,
                path.string(), ": tokenizer piece ", i, " is '",
-               processor->IdToPiece(static_cast<int>(i)), "' but decoder.vocabulary[", i, "] is '",
-               vocabulary[i], "'; the tokenizer does not belong to this model");
+               processor->IdToPiece(static_cast<int>(i)), "' but ", source.config.vocabulary_key,
+               "[", i, "] is '", vocabulary[i], "'; the tokenizer does not belong to this model");
   }
   source.tokenizer = std::move(processor);
   source.weights = std::make_shared<OrderedTensorSource>(std::move(m.state.tensors));

@@ -32,6 +32,25 @@ batch (NeMo's own padding), for the batch-invariance check.
 DIR/summary.json: the greedy texts, lengths, the smallest top-1 / top-2
 log-prob margin over the frames (how much numerical noise a token comparison
 tolerates), and the versions that made the files.
+
+With --heads rnnt,tdt (the default makes all three): DIR/rnnt.nemo and
+DIR/tdt.nemo, EncDecRNNTBPEModel.save_to() of the same encoder shape with an
+RNN-T head (RNNTDecoder: embedding + 2-layer LSTM predictor, pred_hidden 32;
+RNNTJoint: joint_hidden 48, relu) and a TDT head (the same plus durations
+[0, 1, 2, 3, 4] as extra joint outputs, loss tdt), random weights except the
+joint's blank bias, set so that blank wins about half the first steps (with
+all-random weights a transducer emits a token on nearly every step and runs
+into max_symbols). DIR/transducer.safetensors, per head H and utterance uNN:
+  H.uNN.encoded     the encoder's output [frames', d_model]
+  H.uNN.first_logits  the joint's output on frame 0 after <SOS> [classes]
+  H.uNN.greedy      NeMo's greedy_batch (label-looping) tokens (int64)
+  H.uNN.greedy_frames  their frame indices (hypothesis timestamp)
+  H.uNN.greedy_durations  (TDT) their predicted durations
+and H.batch.greedy / H.batch.lengths: the three decoded as one padded batch
+by NeMo, concatenated, with each row's token count. DIR/transducer.json: the
+texts, and the smallest top-1 / top-2 margin (tokens, and durations for TDT)
+along each greedy path, replayed here step by step with the model's own
+joint and predictor (the replay must give NeMo's tokens, which it asserts).
 """
 import argparse
 import json
@@ -120,24 +139,221 @@ def load_audio(name):
     return resample_poly(wav, 2, 1).astype(np.float32)
 
 
+DURATIONS = [0, 1, 2, 3, 4]
+PRED_HIDDEN, PRED_LAYERS, JOINT_HIDDEN = 32, 2, 48
+
+
+def transducer_config(tokenizer_dir, tdt, d_model=64):
+    """model_config() with NeMo's RNN-T (or TDT) decoder, joint and decoding
+    in place of the CTC head, the keys as NeMo's fastconformer_transducer_bpe /
+    fastconformer_tdt_bpe example configs spell them."""
+    cfg = model_config(tokenizer_dir, d_model=d_model)
+    cfg.model_defaults = {"enc_hidden": d_model, "pred_hidden": PRED_HIDDEN,
+                          "joint_hidden": JOINT_HIDDEN}
+    cfg.decoder = {"_target_": "nemo.collections.asr.modules.RNNTDecoder",
+                   "normalization_mode": None, "random_state_sampling": False,
+                   "blank_as_pad": True,
+                   "prednet": {"pred_hidden": PRED_HIDDEN, "pred_rnn_layers": PRED_LAYERS,
+                               "t_max": None, "dropout": 0.2}}
+    cfg.joint = {"_target_": "nemo.collections.asr.modules.RNNTJoint", "log_softmax": None,
+                 "preserve_memory": False, "fuse_loss_wer": False, "fused_batch_size": 4,
+                 "num_extra_outputs": len(DURATIONS) if tdt else 0,
+                 "jointnet": {"joint_hidden": JOINT_HIDDEN, "activation": "relu",
+                              "dropout": 0.2, "encoder_hidden": d_model,
+                              "pred_hidden": PRED_HIDDEN}}
+    cfg.decoding = {"strategy": "greedy_batch", "greedy": {"max_symbols": 10},
+                    "beam": {"beam_size": 2}}
+    if tdt:
+        cfg.decoding.model_type = "tdt"
+        cfg.decoding.durations = DURATIONS
+        cfg.decoding.tdt_include_token_duration = True
+        cfg.loss = {"loss_name": "tdt",
+                    "tdt_kwargs": {"durations": DURATIONS, "sigma": 0.02, "omega": 0.1}}
+    else:
+        cfg.loss = {"loss_name": "default"}
+    return cfg
+
+
+def joint_step(model, f_t, g, tdt):
+    """The joint on one encoder frame [H] and predictor output [1, 1, H]:
+    token logits and (TDT) duration logits."""
+    logits = model.joint.joint_after_projection(f_t[None, None], g)[0, 0, 0]
+    if tdt:
+        return logits[: -len(DURATIONS)], logits[-len(DURATIONS):]
+    return logits, None
+
+
+def margin(v):
+    top2 = torch.topk(v, 2).values
+    return float(top2[0] - top2[1])
+
+
+def replay_greedy(model, encoded, tdt, max_symbols):
+    """Label-looping greedy for one utterance, step by step: returns tokens,
+    frames, durations and the smallest top-2 margins on the path."""
+    blank = model.decoding.blank_id
+    f = model.joint.project_encoder(encoded)  # [T, H]
+    frames_total = f.shape[0]
+    labels = torch.tensor([[blank]])
+    g, state = model.decoder.predict(labels, None, add_sos=False, batch_size=1)
+    g = model.joint.project_prednet(g)
+    tokens, frames, durations = [], [], []
+    token_margin, duration_margin = float("inf"), float("inf")
+    t, last_t, lasts = 0, -1, 0
+    while t < frames_total:
+        while True:
+            tok, dur = joint_step(model, f[t], g, tdt)
+            label = int(tok.argmax())
+            token_margin = min(token_margin, margin(tok))
+            step = 0
+            if tdt:
+                duration_margin = min(duration_margin, margin(dur))
+                step = DURATIONS[int(dur.argmax())]
+            label_t = t
+            if label != blank:
+                break
+            t += max(step, 1)
+            if t >= frames_total:
+                return tokens, frames, durations, token_margin, duration_margin
+        tokens.append(label)
+        frames.append(label_t)
+        durations.append(step)
+        t += step
+        lasts = lasts + 1 if last_t == label_t else 1
+        last_t = label_t
+        g, state = model.decoder.predict(torch.tensor([[label]]), state, add_sos=False,
+                                         batch_size=1)
+        g = model.joint.project_prednet(g)
+        if t < frames_total and t == label_t and lasts >= max_symbols:
+            t += 1
+    return tokens, frames, durations, token_margin, duration_margin
+
+
+def set_blank_bias(model, encoded, tdt):
+    """Tempers the predictor's share of the joint and shifts the joint's blank
+    bias so that blank wins about half of the (frame, previous token) pairs:
+    with all-random weights blank almost never wins. (A random predictor still
+    rewards a token's repeat, so the hypotheses hold runs of max_symbols
+    repeats between blanks: every rule of the search is exercised.)"""
+    blank = model.decoding.blank_id
+    model.joint.pred.weight.mul_(0.3)
+    model.joint.pred.bias.mul_(0.3)
+    f = model.joint.project_encoder(encoded)  # [T, H]
+    previous = torch.arange(blank + 1)[:, None]  # every token, and <SOS>
+    g, _ = model.decoder.predict(previous, None, add_sos=False, batch_size=blank + 1)
+    g = model.joint.project_prednet(g)  # [V + 1, 1, H]
+    logits = model.joint.joint_after_projection(f[None], g[:, 0][None])[0]  # [T, V + 1, C]
+    if tdt:
+        logits = logits[..., : -len(DURATIONS)]
+    best_other = torch.cat([logits[..., :blank], logits[..., blank + 1:]], dim=-1).amax(dim=-1)
+    shift = float((best_other - logits[..., blank]).median()) + 0.01
+    model.joint.joint_net[-1].bias[blank] += shift
+
+
+def as_ints(v):
+    return [int(x) for x in (v.tolist() if torch.is_tensor(v) else v)]
+
+
+def make_transducer(args, tmp, head, audios, tensors, summary):
+    from nemo.collections.asr.models import EncDecRNNTBPEModel
+    tdt = head == "tdt"
+    torch.manual_seed(args.seed + (2 if tdt else 1))
+    model = EncDecRNNTBPEModel(cfg=transducer_config(tmp, tdt))
+    randomize(model, args.seed + (2 if tdt else 1))
+    model.eval()
+    max_symbols = 10
+    with torch.no_grad():
+        first = torch.from_numpy(audios[0])[None]
+        feats, feat_len = model.preprocessor(input_signal=first, length=torch.tensor([first.shape[1]]))
+        encoded, _ = model.encoder(audio_signal=feats, length=feat_len)
+        set_blank_bias(model, encoded[0].t(), tdt)
+    model.save_to(os.path.join(args.out, head + ".nemo"))
+    info = {"utterances": {}}
+    with torch.no_grad():
+        for i, audio in enumerate(audios):
+            key = f"{head}.u{i:02d}"
+            signal = torch.from_numpy(audio)[None]
+            feats, feat_len = model.preprocessor(input_signal=signal,
+                                                 length=torch.tensor([signal.shape[1]]))
+            encoded, enc_len = model.encoder(audio_signal=feats, length=feat_len)
+            hyps = model.decoding.rnnt_decoder_predictions_tensor(
+                encoder_output=encoded, encoded_lengths=enc_len, return_hypotheses=True)
+            hyp = hyps[0] if not isinstance(hyps[0], list) else hyps[0][0]
+            ids = as_ints(hyp.y_sequence)
+            frames = as_ints(hyp.timestamp)
+            enc = encoded[0, :, : int(enc_len[0])].t().contiguous()
+            tokens, r_frames, r_durations, tok_margin, dur_margin = replay_greedy(
+                model, enc, tdt, max_symbols)
+            assert tokens == ids, (key, tokens, ids)
+            assert r_frames == frames, (key, r_frames, frames)
+            tensors[f"{key}.encoded"] = enc
+            tok, dur = joint_step(model, model.joint.project_encoder(enc)[0],
+                                  model.joint.project_prednet(model.decoder.predict(
+                                      torch.tensor([[model.decoding.blank_id]]), None,
+                                      add_sos=False, batch_size=1)[0]), tdt)
+            tensors[f"{key}.first_logits"] = (torch.cat([tok, dur]) if tdt else tok).contiguous()
+            tensors[f"{key}.greedy"] = torch.tensor(ids, dtype=torch.int64)
+            tensors[f"{key}.greedy_frames"] = torch.tensor(frames, dtype=torch.int64)
+            entry = {"text": hyp.text, "tokens": len(ids), "encoded_frames": int(enc_len[0]),
+                     "min_token_margin": tok_margin}
+            if tdt:
+                durations = as_ints(hyp.token_duration)
+                assert durations == r_durations, (key, durations, r_durations)
+                tensors[f"{key}.greedy_durations"] = torch.tensor(durations, dtype=torch.int64)
+                entry["min_duration_margin"] = dur_margin
+            info["utterances"][key] = entry
+        longest = max(len(a) for a in audios)
+        batch = torch.zeros(len(audios), longest)
+        for i, a in enumerate(audios):
+            batch[i, : len(a)] = torch.from_numpy(a)
+        feats, feat_len = model.preprocessor(
+            input_signal=batch, length=torch.tensor([len(a) for a in audios]))
+        encoded, enc_len = model.encoder(audio_signal=feats, length=feat_len)
+        hyps = model.decoding.rnnt_decoder_predictions_tensor(
+            encoder_output=encoded, encoded_lengths=enc_len, return_hypotheses=True)
+        rows = [as_ints(h.y_sequence) for h in hyps]
+        tensors[f"{head}.batch.greedy"] = torch.tensor(sum(rows, []), dtype=torch.int64)
+        tensors[f"{head}.batch.lengths"] = torch.tensor([len(r) for r in rows], dtype=torch.int64)
+    summary[head] = info
+
+
 def main():
     parser = argparse.ArgumentParser()
     parser.add_argument("--out", required=True)
     parser.add_argument("--seed", type=int, default=7)
+    parser.add_argument("--heads", default="ctc,rnnt,tdt",
+                        help="which cases to (re)make, comma-separated: ctc, rnnt, tdt")
     args = parser.parse_args()
+    heads = args.heads.split(",")
     os.makedirs(args.out, exist_ok=True)
-    torch.manual_seed(args.seed)
+    import nemo
+    with tempfile.TemporaryDirectory() as tmp:
+        train_tokenizer(tmp, 48)
+        if "ctc" in heads:
+            make_ctc(args, tmp)
+        transducers = [h for h in heads if h in ("rnnt", "tdt")]
+        if transducers:
+            audios = [load_audio(name) for name in UTTERANCES]
+            tensors = {}
+            summary = {"nemo": nemo.__version__, "torch": torch.__version__}
+            for head in transducers:
+                make_transducer(args, tmp, head, audios, tensors, summary)
+            save_file(tensors, os.path.join(args.out, "transducer.safetensors"))
+            with open(os.path.join(args.out, "transducer.json"), "w") as f:
+                json.dump(summary, f, indent=1)
+            print(json.dumps(summary, indent=1))
 
+
+def make_ctc(args, tmp):
+    torch.manual_seed(args.seed)
     from nemo.collections.asr.models import EncDecCTCModelBPE
     import nemo
 
-    with tempfile.TemporaryDirectory() as tmp:
-        train_tokenizer(tmp, 48)
-        model = EncDecCTCModelBPE(cfg=model_config(tmp))
-        randomize(model, args.seed)
-        model.eval()
-        nemo_path = os.path.join(args.out, "ctc.nemo")
-        model.save_to(nemo_path)
+    model = EncDecCTCModelBPE(cfg=model_config(tmp))
+    randomize(model, args.seed)
+    model.eval()
+    nemo_path = os.path.join(args.out, "ctc.nemo")
+    model.save_to(nemo_path)
     # The oracle is the model that was saved (restore_from needs Python >=
     # 3.11.4's tarfile filters, which Debian 12's 3.11.2 lacks).
     tensors, summary = {}, {"utterances": {}, "nemo": nemo.__version__, "torch": torch.__version__}
