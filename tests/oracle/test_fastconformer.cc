@@ -33,6 +33,7 @@
 #include "models/fastconformer/fastconformer_model.h"
 #include "models/fastconformer/nemo_source.h"
 #include "ops/concat.h"
+#include "oracle/fastconformer/unpacked_nemo.h"
 #include "support/test_support.h"
 
 namespace oasr {
@@ -206,17 +207,7 @@ TEST(FastConformerOracle, PaddedBatchRowsAreTheirAloneBits) {
 
 // An unpacked copy of the archive, to plant defects in.
 fs::path unpacked_copy(const std::string& name) {
-  const fs::path dir = fs::temp_directory_path() / ("oasr_fastconformer_" + name);
-  fs::remove_all(dir);
-  fs::create_directories(dir);
-  const io::TarArchive tar = io::read_tar_archive(nemo_file());
-  for (const io::TarMember& m : tar.members) {
-    if (!m.regular) continue;
-    std::ofstream out(dir / fs::path(m.name).filename(), std::ios::binary);
-    const std::string bytes = tar.read(m);
-    out.write(bytes.data(), static_cast<std::streamsize>(bytes.size()));
-  }
-  return dir;
+  return testing::unpacked_nemo_copy(nemo_file(), "ctc_" + name);
 }
 
 std::string read_text(const fs::path& p) {

@@ -28,6 +28,7 @@
 #include "models/fastconformer/fastconformer_model.h"
 #include "models/fastconformer/nemo_source.h"
 #include "ops/log_softmax.h"
+#include "oracle/fastconformer/unpacked_nemo.h"
 #include "quantize/apply.h"
 #include "support/test_support.h"
 
@@ -225,17 +226,7 @@ TEST(FastConformerTransducerOracle, QuantizedTdtStillDecodes) {
 
 // An unpacked copy of an archive, to plant defects in.
 fs::path unpacked_copy(const std::string& head, const std::string& name) {
-  const fs::path dir = fs::temp_directory_path() / ("oasr_transducer_" + name);
-  fs::remove_all(dir);
-  fs::create_directories(dir);
-  const io::TarArchive tar = io::read_tar_archive(testing::oracle_dir() / (head + ".nemo"));
-  for (const io::TarMember& m : tar.members) {
-    if (!m.regular) continue;
-    std::ofstream out(dir / fs::path(m.name).filename(), std::ios::binary);
-    const std::string bytes = tar.read(m);
-    out.write(bytes.data(), static_cast<std::streamsize>(bytes.size()));
-  }
-  return dir;
+  return testing::unpacked_nemo_copy(testing::oracle_dir() / (head + ".nemo"), head + "_" + name);
 }
 
 std::string refusal_after(const std::string& head, const std::string& from, const std::string& to) {
