@@ -35,7 +35,9 @@ async def stream(url, path, chunk_size):
     if chunk_size:
         start["chunk_size"] = chunk_size
     messages = []
-    async with websockets.connect(url, max_size=None) as ws:
+    # The file goes out at once, ahead of real time: a keepalive ping would
+    # wait behind the audio the server decodes first, so none is sent.
+    async with websockets.connect(url, max_size=None, ping_interval=None) as ws:
         await ws.send(json.dumps(start))
         for piece in uneven(data):
             await ws.send(piece)

@@ -26,8 +26,13 @@ def pcm(path):
 
 
 async def stream(url, start, pieces, end=True):
+    # All the audio goes out at once, far ahead of real time, so a keepalive
+    # ping waits in the socket behind up to 205 s of audio the server decodes
+    # first: on a busy machine its pong came after websockets' default 20 s
+    # ping timeout and the client dropped the connection (1006) before the
+    # server's answer. A real-time client gets its pongs; this one pings not.
     messages = []
-    async with websockets.connect(url, max_size=None) as ws:
+    async with websockets.connect(url, max_size=None, ping_interval=None) as ws:
         await ws.send(json.dumps(start))
         for piece in pieces:
             await ws.send(piece)
