@@ -133,8 +133,6 @@ class Recognizer {
   virtual quant::QuantizationInfo quantization_info() const;
 };
 
-// Builds the recognizer of one architecture for `config` (validated; its
-// ckpt_dir holds that architecture).
 // Length bucketing for a recognizer's transcribe(): `feats` (one tensor per
 // utterance, frames first) sorted longest first so a batch pads little,
 // decode_batch called on groups of at most max_batch_size (a cancellation
@@ -144,6 +142,8 @@ std::vector<Transcript> transcribe_in_length_buckets(
     const std::vector<Tensor>& feats, int64_t max_batch_size,
     const std::function<std::vector<Transcript>(const std::vector<Tensor>& batch)>& decode_batch);
 
+// Builds the recognizer of one architecture for `config` (validated; its
+// ckpt_dir holds that architecture).
 using RecognizerFactory = std::function<std::unique_ptr<Recognizer>(const EngineConfig& config)>;
 
 }  // namespace oasr::engine

@@ -208,10 +208,11 @@ void parse_transducer(const Section& top, FastConformerConfig& config) {
              joint.where("_target_"), ": ", joint_target, " is not served (only RNNTJoint)");
   const Section jointnet = joint.child("jointnet");
   t.joint_hidden = jointnet.positive("joint_hidden");
-  t.activation = jointnet.get<std::string>("activation");
-  OASR_CHECK(t.activation == "relu" || t.activation == "tanh" || t.activation == "sigmoid",
-             kUnsupported, jointnet.where("activation"), ": '", t.activation,
+  const std::string activation = jointnet.get<std::string>("activation");
+  OASR_CHECK(activation == "relu" || activation == "tanh" || activation == "sigmoid", kUnsupported,
+             jointnet.where("activation"), ": '", activation,
              "' is not a joint activation NeMo has (relu, tanh, sigmoid)");
+  t.activation = parse_activation(activation);
   // NeMo puts a Dropout between the activation and the output linear only
   // when the rate is non-zero, which moves the linear's index in joint_net.
   t.joint_has_dropout = jointnet.get<double>("dropout", 0.0) != 0.0;

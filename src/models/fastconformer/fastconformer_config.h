@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "audio/nemo_mel.h"
+#include "core/activations.h"
 
 namespace oasr::models {
 
@@ -39,10 +40,10 @@ enum class FastConformerHead {
 
 // A transducer head (RNNTDecoder + RNNTJoint) as NeMo's config names it.
 struct FastConformerTransducerConfig {
-  int64_t pred_hidden = 0;      // decoder.prednet.pred_hidden
-  int64_t pred_rnn_layers = 1;  // decoder.prednet.pred_rnn_layers
-  int64_t joint_hidden = 0;     // joint.jointnet.joint_hidden
-  std::string activation;       // joint.jointnet.activation: relu, tanh or sigmoid
+  int64_t pred_hidden = 0;                    // decoder.prednet.pred_hidden
+  int64_t pred_rnn_layers = 1;                // decoder.prednet.pred_rnn_layers
+  int64_t joint_hidden = 0;                   // joint.jointnet.joint_hidden
+  Activation activation = Activation::kRelu;  // joint.jointnet.activation: relu, tanh, sigmoid
   bool joint_has_dropout = false;
   // TDT: the durations (frames) the joint's extra outputs stand for, from
   // loss.tdt_kwargs.durations; empty for RNN-T.

@@ -8,10 +8,11 @@ namespace oasr::models {
 
 namespace {
 
+// The class NeMo saved (cfg.target's last component), else the one the head implies.
 std::string model_type_name(const FastConformerConfig& config) {
-  const size_t dot = config.target.rfind('.');
-  if (!config.target.empty()) return config.target.substr(dot == std::string::npos ? 0 : dot + 1);
-  return config.is_transducer() ? "EncDecRNNTBPEModel" : "EncDecCTCModelBPE";
+  if (config.target.empty())
+    return config.is_transducer() ? "EncDecRNNTBPEModel" : "EncDecCTCModelBPE";
+  return config.target.substr(config.target.rfind('.') + 1);  // npos + 1 == 0
 }
 
 }  // namespace

@@ -130,43 +130,51 @@ std::vector<Transcript> FastConformerRecognizer::transcribe_batch(
     lengths[static_cast<size_t>(b)] = feats[b].size(0);
   }
   const models::FastConformerEncoder::Output encoded = model_->encode(padded, lengths);
-  const auto& mel = source_.config.preprocessor;
-  const double seconds_per_frame =
-      static_cast<double>(mel.hop_length * source_.config.encoder.subsampling_factor) /
-      static_cast<double>(mel.sample_rate);
-  std::vector<Transcript> results(static_cast<size_t>(batch));
-  if (source_.config.is_transducer()) {
-    const auto& t = source_.config.transducer;
-    models::TransducerBatchSteps steps(model_->predictor(), model_->joint(), encoded.out,
-                                       source_.config.blank_id());
-    decode::TransducerGreedyOptions options;
-    options.blank_id = source_.config.blank_id();
-    options.durations = t.durations;
-    options.max_symbols = t.max_symbols;
-    const std::vector<decode::TransducerHypothesis> hyps =
-        decode::transducer_greedy_search(steps, encoded.lengths, options);
-    for (int64_t b = 0; b < batch; ++b) {
-      const decode::TransducerHypothesis& h = hyps[static_cast<size_t>(b)];
-      Transcript& out = results[static_cast<size_t>(b)];
-      out.tokens = h.tokens;
-      out.score = h.score;
-      out.text = detokenize(out.tokens);
-      // NeMo's token offsets: a token starts on its frame and lasts its
-      // predicted duration (TDT) or the one frame (RNN-T).
-      for (size_t i = 0; i < h.frames.size(); ++i) {
-        const int64_t span = h.durations.empty() ? 1 : std::max<int64_t>(h.durations[i], 1);
-        out.token_times.push_back({static_cast<double>(h.frames[i]) * seconds_per_frame,
-                                   static_cast<double>(h.frames[i] + span) * seconds_per_frame});
-      }
-    }
-    return results;
-  }
+  return source_.config.is_transducer() ? transducer_transcripts(encoded)
+                                        : ctc_transcripts(encoded);
+}
+
+std::vector<Transcript> FastConformerRecognizer::ctc_transcripts(
+    const models::FastConformerEncoder::Output& encoded) const {
   const Tensor log_probs = model_->ctc_log_probs(encoded.out);
-  for (int64_t b = 0; b < batch; ++b) {
-    const Tensor row = log_probs.select(0, b).narrow(0, 0, encoded.lengths[static_cast<size_t>(b)]);
-    Transcript& t = results[static_cast<size_t>(b)];
-    t.tokens = decode::ctc_greedy_search(row.contiguous(), source_.config.blank_id());
-    t.text = detokenize(t.tokens);
+  std::vector<Transcript> results(encoded.lengths.size());
+  for (size_t b = 0; b < results.size(); ++b) {
+    const Tensor row =
+        log_probs.select(0, static_cast<int64_t>(b)).narrow(0, 0, encoded.lengths[b]);
+    results[b].tokens = decode::ctc_greedy_search(row.contiguous(), source_.config.blank_id());
+    results[b].text = detokenize(results[b].tokens);
+  }
+  return results;
+}
+
+std::vector<Transcript> FastConformerRecognizer::transducer_transcripts(
+    const models::FastConformerEncoder::Output& encoded) const {
+  const models::FastConformerConfig& config = source_.config;
+  models::TransducerBatchSteps steps(model_->predictor(), model_->joint(), encoded.out,
+                                     config.blank_id());
+  decode::TransducerGreedyOptions options;
+  options.blank_id = config.blank_id();
+  options.durations = config.transducer.durations;
+  options.max_symbols = config.transducer.max_symbols;
+  const std::vector<decode::TransducerHypothesis> hyps =
+      decode::transducer_greedy_search(steps, encoded.lengths, options);
+  const double seconds_per_frame =
+      static_cast<double>(config.preprocessor.hop_length * config.encoder.subsampling_factor) /
+      static_cast<double>(config.preprocessor.sample_rate);
+  std::vector<Transcript> results(hyps.size());
+  for (size_t b = 0; b < hyps.size(); ++b) {
+    const decode::TransducerHypothesis& h = hyps[b];
+    Transcript& out = results[b];
+    out.tokens = h.tokens;
+    out.score = h.score;
+    out.text = detokenize(out.tokens);
+    // NeMo's token offsets: a token starts on its frame and lasts its
+    // predicted duration (TDT) or the one frame (RNN-T).
+    for (size_t i = 0; i < h.frames.size(); ++i) {
+      const int64_t span = h.durations.empty() ? 1 : std::max<int64_t>(h.durations[i], 1);
+      out.token_times.push_back({static_cast<double>(h.frames[i]) * seconds_per_frame,
+                                 static_cast<double>(h.frames[i] + span) * seconds_per_frame});
+    }
   }
   return results;
 }

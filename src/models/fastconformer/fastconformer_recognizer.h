@@ -42,6 +42,11 @@ class FastConformerRecognizer final : public Recognizer {
 
  private:
   std::vector<Transcript> transcribe_batch(const std::vector<Tensor>& feats) const;
+  // The head's greedy search over one encoded batch.
+  std::vector<Transcript> ctc_transcripts(
+      const models::FastConformerEncoder::Output& encoded) const;
+  std::vector<Transcript> transducer_transcripts(
+      const models::FastConformerEncoder::Output& encoded) const;
 
   models::NemoSource source_;
   std::unique_ptr<audio::NemoMelSpectrogram> mel_;

@@ -11,13 +11,6 @@
 namespace oasr::models {
 namespace {
 
-Activation joint_activation(const std::string& name) {
-  if (name == "relu") return Activation::kRelu;
-  if (name == "tanh") return Activation::kTanh;
-  OASR_CHECK(name == "sigmoid", kInternal, "joint activation '", name, "' passed the config");
-  return Activation::kSigmoid;
-}
-
 // The spec: the joiner's decoder_proj / output_linear are read directly by a
 // fused kernel, so they are never quantized and a spec naming one is refused.
 constexpr const char* kJoinerRefusal =
@@ -42,7 +35,7 @@ Tensor RnntPredictor::step(const Tensor& labels, layers::Lstm::State& state) con
 
 RnntJoint::RnntJoint(const FastConformerConfig& config)
     : Module("RNNTJoint"),
-      activation_(joint_activation(config.transducer.activation)),
+      activation_(config.transducer.activation),
       classes_(config.blank_id() + 1 + static_cast<int64_t>(config.transducer.durations.size())) {
   const FastConformerTransducerConfig& t = config.transducer;
   enc_ = register_module(
