@@ -259,6 +259,23 @@ std::vector<std::vector<int64_t>> ctc_greedy_search(const Tensor& log_probs, con
   return results;
 }
 
+std::vector<CtcEmission> ctc_greedy_emissions(const Tensor& log_probs, int64_t blank_id) {
+  const Tensor dense = checked_log_probs(log_probs, 2, "ctc_greedy_emissions");
+  const int64_t frames = dense.size(0), vocab = dense.size(1);
+  const float* data = dense.data<float>();
+  std::vector<CtcEmission> out;
+  int64_t previous = blank_id;
+  for (int64_t t = 0; t < frames; ++t) {
+    const int64_t best =
+        torch_cpu_topk(std::span<const float>(data + t * vocab, static_cast<size_t>(vocab)), 1)
+            .front();
+    // The same rule as remove_duplicates_and_blank.
+    if ((t == 0 || best != previous) && best != blank_id) out.push_back({best, t});
+    previous = best;
+  }
+  return out;
+}
+
 std::vector<CtcHypothesis> ctc_prefix_beam_search(const Tensor& log_probs,
                                                   const CtcPrefixBeamSearchOptions& options) {
   check_beam_options(options);

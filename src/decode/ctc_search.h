@@ -50,6 +50,17 @@ std::vector<int64_t> ctc_greedy_search(const Tensor& log_probs, int64_t blank_id
 std::vector<std::vector<int64_t>> ctc_greedy_search(const Tensor& log_probs, const Tensor& lengths,
                                                     int64_t blank_id = kDefaultBlankId);
 
+// One token of the greedy path and the frame its run starts on (where it is
+// emitted).
+struct CtcEmission {
+  int64_t token;
+  int64_t frame;
+};
+// ctc_greedy_search's tokens for one utterance (log_probs float32 [T, V])
+// with their emitting frames.
+std::vector<CtcEmission> ctc_greedy_emissions(const Tensor& log_probs,
+                                              int64_t blank_id = kDefaultBlankId);
+
 // ---- prefix beam search -------------------------------------------------------
 
 struct CtcHypothesis {

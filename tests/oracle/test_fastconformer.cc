@@ -5,7 +5,7 @@
 // Debian's; ctest -L regen with OASR_REGEN=1 re-makes it where .venv-nemo
 // exists). Per utterance of real speech: NeMo's features, encoder output,
 // CTC log-probabilities and greedy tokens; and the three encoded together as
-// one padded batch.
+// one padded batch; and NeMo's CTC token offsets (ctc_timestamps.json).
 //
 // Tolerances, float32 on both sides (different GEMM blockings, FFT and
 // summation orders; the measured differences are printed): the features
@@ -53,6 +53,7 @@ struct Case {
   std::unique_ptr<models::FastConformerModel> model;
   io::SafeTensorsFile reference;
   json summary;
+  json timestamps;  // NeMo's CTC token offsets per utterance
 };
 
 fs::path nemo_file() {
@@ -68,6 +69,8 @@ const Case& the_case() {
     c->reference = io::SafeTensorsFile::open(testing::oracle_dir() / "reference.safetensors");
     std::ifstream in(testing::oracle_dir() / "summary.json");
     c->summary = json::parse(in);
+    std::ifstream offsets(testing::oracle_dir() / "ctc_timestamps.json");
+    c->timestamps = json::parse(offsets);
     return c;
   }();
   return *loaded;
@@ -159,6 +162,19 @@ TEST(FastConformerOracle, TranscribesAudioAsNemo) {
     EXPECT_EQ(together[i].text, u.at("greedy_text").get<std::string>()) << key;
     const auto alone = engine.transcribe(std::vector<std::vector<float>>{waves[i]});
     EXPECT_EQ(alone.front().tokens, expected) << key;
+    // NeMo's CTC timestamps (compute_timestamps, its "char" offsets, in
+    // 80 ms encoder frames): ctc_timestamps.json, made by NeMo's own
+    // decoding from these log-probabilities.
+    const json& offsets = c.timestamps.at(key);
+    const auto starts = offsets.at("start_frame").get<std::vector<int64_t>>();
+    const auto ends = offsets.at("end_frame").get<std::vector<int64_t>>();
+    ASSERT_EQ(together[i].token_times.size(), starts.size()) << key;
+    for (size_t k = 0; k < starts.size(); ++k) {
+      EXPECT_NEAR(together[i].token_times[k].start, 0.08 * static_cast<double>(starts[k]), 1e-9)
+          << key << " token " << k;
+      EXPECT_NEAR(together[i].token_times[k].end, 0.08 * static_cast<double>(ends[k]), 1e-9)
+          << key << " token " << k;
+    }
   }
 }
 

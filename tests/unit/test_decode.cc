@@ -167,6 +167,27 @@ TEST(DecodeGreedy, CollapsesTheFrameArgmaxes) {
   EXPECT_EQ(ctc_greedy_search(lp), (std::vector<int64_t>{1, 1, 2}));
 }
 
+TEST(DecodeGreedy, EmissionsCarryTheFrameEachRunStartsOn) {
+  // Frame winners 2 2 0 1 1 0 0 1 -> 2 at frame 0, 1 at frame 3, 1 again at
+  // frame 7 (a blank separates the repeat).
+  const Tensor lp = log_probs_from({{0.1, 0.1, 0.8},
+                                    {0.2, 0.1, 0.7},
+                                    {0.6, 0.3, 0.1},
+                                    {0.1, 0.5, 0.4},
+                                    {0.1, 0.8, 0.1},
+                                    {0.9, 0.05, 0.05},
+                                    {0.7, 0.2, 0.1},
+                                    {0.2, 0.7, 0.1}});
+  const std::vector<CtcEmission> emitted = ctc_greedy_emissions(lp);
+  ASSERT_EQ(emitted.size(), 3u);
+  const std::vector<std::pair<int64_t, int64_t>> expected{{2, 0}, {1, 3}, {1, 7}};
+  for (size_t i = 0; i < expected.size(); ++i) {
+    EXPECT_EQ(emitted[i].token, expected[i].first) << i;
+    EXPECT_EQ(emitted[i].frame, expected[i].second) << i;
+  }
+  EXPECT_TRUE(ctc_greedy_emissions(Tensor::empty({0, 3}, DType::kF32)).empty());
+}
+
 TEST(DecodeGreedy, EmptyInputAndAllBlankGiveNothing) {
   EXPECT_EQ(ctc_greedy_search(Tensor::empty({0, 4}, DType::kF32)), std::vector<int64_t>{});
   const Tensor blanks = log_probs_from({{0.9, 0.05, 0.05}, {0.5, 0.25, 0.25}});

@@ -137,12 +137,25 @@ std::vector<Transcript> FastConformerRecognizer::transcribe_batch(
 std::vector<Transcript> FastConformerRecognizer::ctc_transcripts(
     const models::FastConformerEncoder::Output& encoded) const {
   const Tensor log_probs = model_->ctc_log_probs(encoded.out);
+  const double seconds_per_frame = encoder_frame_seconds();
   std::vector<Transcript> results(encoded.lengths.size());
   for (size_t b = 0; b < results.size(); ++b) {
     const Tensor row =
         log_probs.select(0, static_cast<int64_t>(b)).narrow(0, 0, encoded.lengths[b]);
-    results[b].tokens = decode::ctc_greedy_search(row.contiguous(), source_.config.blank_id());
-    results[b].text = detokenize(results[b].tokens);
+    const std::vector<decode::CtcEmission> emitted =
+        decode::ctc_greedy_emissions(row.contiguous(), source_.config.blank_id());
+    Transcript& out = results[b];
+    // NeMo's CTC offsets (ctc_decoding.py, _compute_offsets over the token
+    // lengths decode_hypothesis keeps): a token spans from the previous
+    // token's emitting frame (frame 0 for the first) to its own.
+    int64_t previous_frame = 0;
+    for (const decode::CtcEmission& e : emitted) {
+      out.tokens.push_back(e.token);
+      out.token_times.push_back({static_cast<double>(previous_frame) * seconds_per_frame,
+                                 static_cast<double>(e.frame) * seconds_per_frame});
+      previous_frame = e.frame;
+    }
+    out.text = detokenize(out.tokens);
   }
   return results;
 }
@@ -158,9 +171,7 @@ std::vector<Transcript> FastConformerRecognizer::transducer_transcripts(
   options.max_symbols = config.transducer.max_symbols;
   const std::vector<decode::TransducerHypothesis> hyps =
       decode::transducer_greedy_search(steps, encoded.lengths, options);
-  const double seconds_per_frame =
-      static_cast<double>(config.preprocessor.hop_length * config.encoder.subsampling_factor) /
-      static_cast<double>(config.preprocessor.sample_rate);
+  const double seconds_per_frame = encoder_frame_seconds();
   std::vector<Transcript> results(hyps.size());
   for (size_t b = 0; b < hyps.size(); ++b) {
     const decode::TransducerHypothesis& h = hyps[b];
@@ -177,6 +188,12 @@ std::vector<Transcript> FastConformerRecognizer::transducer_transcripts(
     }
   }
   return results;
+}
+
+double FastConformerRecognizer::encoder_frame_seconds() const {
+  const models::FastConformerConfig& config = source_.config;
+  return static_cast<double>(config.preprocessor.hop_length * config.encoder.subsampling_factor) /
+         static_cast<double>(config.preprocessor.sample_rate);
 }
 
 std::string FastConformerRecognizer::detokenize(std::span<const int64_t> tokens) const {

@@ -47,6 +47,8 @@ class FastConformerRecognizer final : public Recognizer {
       const models::FastConformerEncoder::Output& encoded) const;
   std::vector<Transcript> transducer_transcripts(
       const models::FastConformerEncoder::Output& encoded) const;
+  // One encoder frame in seconds: window stride x subsampling factor.
+  double encoder_frame_seconds() const;
 
   models::NemoSource source_;
   std::unique_ptr<audio::NemoMelSpectrogram> mel_;

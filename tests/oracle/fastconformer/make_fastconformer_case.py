@@ -29,6 +29,10 @@ DIR/reference.safetensors, per utterance uNN (NeMo run on each alone):
   uNN.greedy      its tokens as NeMo's decode_hypothesis folds them (int64)
 and batch.encoded / batch.lengths: the three utterances encoded as one padded
 batch (NeMo's own padding), for the batch-invariance check.
+DIR/ctc_timestamps.json (--heads ctc_timestamps, from the committed
+log-probabilities): NeMo's CTC token offsets per utterance as its decoding
+computes them with compute_timestamps (start_frame / end_frame of each
+token's "char" entry, the pieces, and the word offsets).
 DIR/summary.json: the greedy texts, lengths, the smallest top-1 / top-2
 log-prob margin over the frames (how much numerical noise a token comparison
 tolerates), and the versions that made the files.
@@ -53,6 +57,7 @@ along each greedy path, replayed here step by step with the model's own
 joint and predictor (the replay must give NeMo's tokens, which it asserts).
 """
 import argparse
+import copy
 import json
 import os
 import tempfile
@@ -321,8 +326,9 @@ def main():
     parser = argparse.ArgumentParser()
     parser.add_argument("--out", required=True)
     parser.add_argument("--seed", type=int, default=7)
-    parser.add_argument("--heads", default="ctc,rnnt,tdt",
-                        help="which cases to (re)make, comma-separated: ctc, rnnt, tdt")
+    parser.add_argument("--heads", default="ctc,ctc_timestamps,rnnt,tdt",
+                        help="which cases to (re)make, comma-separated: ctc, ctc_timestamps, "
+                             "rnnt, tdt")
     args = parser.parse_args()
     heads = args.heads.split(",")
     os.makedirs(args.out, exist_ok=True)
@@ -331,6 +337,8 @@ def main():
         train_tokenizer(tmp, 48)
         if "ctc" in heads:
             make_ctc(args, tmp)
+        if "ctc_timestamps" in heads:
+            make_ctc_timestamps(args, tmp)
         transducers = [h for h in heads if h in ("rnnt", "tdt")]
         if transducers:
             audios = [load_audio(name) for name in UTTERANCES]
@@ -410,6 +418,41 @@ def make_ctc(args, tmp):
     with open(os.path.join(args.out, "summary.json"), "w") as f:
         json.dump(summary, f, indent=1)
     print(json.dumps(summary, indent=1))
+
+
+def make_ctc_timestamps(args, tmp):
+    """NeMo's CTC token offsets (greedy_batch with compute_timestamps, the
+    "char" entries: each token's first frame and the frame after its run)
+    for the committed log-probabilities of the CTC case, decoded by the CTC
+    model's own decoding object (its weights play no part)."""
+    from nemo.collections.asr.models import EncDecCTCModelBPE
+    from safetensors.torch import load_file
+
+    model = EncDecCTCModelBPE(cfg=model_config(tmp))
+    decoding = copy.deepcopy(model.cfg.decoding)
+    decoding.compute_timestamps = True
+    decoding.greedy.compute_timestamps = True
+    model.change_decoding_strategy(decoding, verbose=False)
+    reference = load_file(os.path.join(args.out, "reference.safetensors"))
+    out = {}
+    for i in range(len(UTTERANCES)):
+        key = f"u{i:02d}"
+        log_probs = reference[f"{key}.log_probs"][None]
+        hyps = model.decoding.ctc_decoder_predictions_tensor(
+            log_probs, decoder_lengths=torch.tensor([log_probs.shape[1]]),
+            return_hypotheses=True)
+        hyp = hyps[0] if not isinstance(hyps, tuple) else hyps[0][0]
+        chars = hyp.timestamp["char"]
+        out[key] = {"start_frame": [int(c["start_offset"]) for c in chars],
+                    "end_frame": [int(c["end_offset"]) for c in chars],
+                    "pieces": [c["char"] if isinstance(c["char"], str) else "".join(c["char"])
+                               for c in chars],
+                    "words": [{"word": w["word"], "start_frame": int(w["start_offset"]),
+                               "end_frame": int(w["end_offset"])}
+                              for w in hyp.timestamp.get("word", [])]}
+    with open(os.path.join(args.out, "ctc_timestamps.json"), "w") as f:
+        json.dump(out, f, indent=1)
+    print(json.dumps(out)[:400])
 
 
 if __name__ == "__main__":
