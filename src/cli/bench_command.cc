@@ -27,6 +27,7 @@
 #include <vector>
 
 #include "cli/bench_common.h"
+#include "cli/bench_fastconformer.h"
 #include "cli/bench_qwen2_audio.h"
 #include "cli/bench_scaled_mm.h"
 #include "cli/bench_whisper.h"
@@ -76,36 +77,6 @@ std::string scheme_label(const BenchEncoderOptions& options, const quant::Quanti
   return names;
 }
 
-std::vector<int64_t> parse_batch_sizes(const std::string& text) {
-  std::vector<int64_t> sizes;
-  std::stringstream stream(text);
-  std::string part;
-  while (std::getline(stream, part, ',')) {
-    size_t used = 0;
-    int64_t size = 0;
-    try {
-      size = std::stoll(part, &used);
-    } catch (const std::exception&) {
-      used = 0;
-    }
-    OASR_CHECK(used == part.size() && size >= 1, kInvalidArgument, "--batch '", text,
-               "' must be a comma-separated list of positive integers, e.g. 1,4");
-    sizes.push_back(size);
-  }
-  OASR_CHECK(!sizes.empty(), kInvalidArgument, "--batch is empty; give e.g. 1,4");
-  return sizes;
-}
-
-// Normal(0, 1) values like a CMVN'd fbank; the encoder's cost does not
-// depend on them, the fixed seed only makes runs repeatable.
-Tensor random_fbank(int64_t batch, int64_t frames, int64_t bins, std::mt19937& generator) {
-  Tensor feats = Tensor::empty({batch, frames, bins}, DType::kF32);
-  std::normal_distribution<float> normal(0.0f, 1.0f);
-  float* data = feats.data<float>();
-  for (int64_t i = 0; i < feats.numel(); ++i) data[i] = normal(generator);
-  return feats;
-}
-
 nlohmann::ordered_json time_oasr_encoder(const models::U2ppModel& model,
                                          const BenchEncoderOptions& options,
                                          const std::string& quantization,
@@ -115,7 +86,7 @@ nlohmann::ordered_json time_oasr_encoder(const models::U2ppModel& model,
   const Device device = served.served_device();
   // The input is placed on the device in the served dtype before timing, as
   // the PyTorch baseline does, so both time the encoder alone.
-  const Tensor feats = random_fbank(batch, frames, model.config().encoder.input_dim, generator)
+  const Tensor feats = random_features(batch, frames, model.config().encoder.input_dim, generator)
                            .to(served.served_dtype())
                            .to(device);
   const Tensor lengths = Tensor::from_vector(std::vector<int64_t>(batch, frames), {batch});
@@ -340,9 +311,10 @@ Command add_bench_command(CLI::App& parent) {
   add_bench_scaled_mm_command(*app);
   add_bench_whisper_command(*app);
   add_bench_qwen2_audio_command(*app);
+  add_bench_fastconformer_command(*app);
   return {app, [options] {
             if (run_bench_scaled_mm_if_parsed() || run_bench_whisper_if_parsed() ||
-                run_bench_qwen2_audio_if_parsed()) {
+                run_bench_qwen2_audio_if_parsed() || run_bench_fastconformer_if_parsed()) {
               return;
             }
             run_bench_encoder(*options);

@@ -10,6 +10,7 @@
 #include <filesystem>
 #include <fstream>
 #include <iostream>
+#include <sstream>
 
 #include "core/error.h"
 
@@ -120,6 +121,34 @@ std::vector<nlohmann::json> run_baseline_script(
 std::string default_baseline_python() {
   const fs::path venv_python = fs::path(".venv") / "bin" / "python";
   return fs::exists(venv_python) ? venv_python.string() : std::string("python3");
+}
+
+std::vector<int64_t> parse_batch_sizes(const std::string& text) {
+  std::vector<int64_t> sizes;
+  std::stringstream stream(text);
+  std::string part;
+  while (std::getline(stream, part, ',')) {
+    size_t used = 0;
+    int64_t size = 0;
+    try {
+      size = std::stoll(part, &used);
+    } catch (const std::exception&) {
+      used = 0;
+    }
+    OASR_CHECK(used == part.size() && size >= 1, kInvalidArgument, "--batch '", text,
+               "' must be a comma-separated list of positive integers, e.g. 1,4");
+    sizes.push_back(size);
+  }
+  OASR_CHECK(!sizes.empty(), kInvalidArgument, "--batch is empty; give e.g. 1,4");
+  return sizes;
+}
+
+Tensor random_features(int64_t batch, int64_t frames, int64_t bins, std::mt19937& generator) {
+  Tensor feats = Tensor::empty({batch, frames, bins}, DType::kF32);
+  std::normal_distribution<float> normal(0.0f, 1.0f);
+  float* data = feats.data<float>();
+  for (int64_t i = 0; i < feats.numel(); ++i) data[i] = normal(generator);
+  return feats;
 }
 
 }  // namespace oasr::cli

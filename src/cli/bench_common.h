@@ -5,10 +5,14 @@
 
 #include <nlohmann/json.hpp>
 
+#include <cstdint>
 #include <functional>
+#include <random>
 #include <string>
 #include <utility>
 #include <vector>
+
+#include "core/tensor.h"
 
 namespace oasr::cli {
 
@@ -18,6 +22,14 @@ std::string shell_quote(const std::string& text);
 // The python a baseline runs on: .venv/bin/python under the working
 // directory if it exists, else python3.
 std::string default_baseline_python();
+
+// A --batch flag's "1,16,64": positive sizes, refused by name otherwise.
+std::vector<int64_t> parse_batch_sizes(const std::string& text);
+
+// float32 [batch, frames, bins] of normal(0, 1) values, like normalised
+// log-mel features; an encoder's cost does not depend on them, the fixed
+// seed only makes runs repeatable.
+Tensor random_features(int64_t batch, int64_t frames, int64_t bins, std::mt19937& generator);
 
 // Runs `command` (a shell line starting the baseline: `python` running
 // `script`) with its stderr captured to a temporary file. Every stdout line

@@ -23,19 +23,13 @@ bool any_padding(std::span<const int64_t> lengths, int64_t frames) {
   return std::any_of(lengths.begin(), lengths.end(), [&](int64_t n) { return n < frames; });
 }
 
-// NCHW x with frames (dim 2) past lengths[b] zeroed, as MaskedConvSequential
-// multiplies them by its mask.
-Tensor zero_padded_frames_nchw(const Tensor& x, std::span<const int64_t> lengths) {
-  const int64_t batch = x.size(0);
-  const int64_t channels = x.size(1);
-  if (!any_padding(lengths, x.size(2))) return x;
-  std::vector<int64_t> per_plane;
-  per_plane.reserve(static_cast<size_t>(batch * channels));
-  for (int64_t b = 0; b < batch; ++b) {
-    per_plane.insert(per_plane.end(), static_cast<size_t>(channels), lengths[b]);
-  }
-  const Tensor planes = x.contiguous().view({batch * channels, x.size(2), x.size(3)});
-  return ops::zero_tail_frames(planes, per_plane).view(x.shape());
+// NCHW x with frames (dim 2) of plane p past plane_lengths[p] zeroed, as
+// MaskedConvSequential multiplies them by its mask; x itself where no row is
+// padded (plane_lengths undefined).
+Tensor zero_padded_frames_nchw(const Tensor& x, const Tensor& plane_lengths) {
+  if (!plane_lengths.defined()) return x;
+  const Tensor planes = x.contiguous().view({x.size(0) * x.size(1), x.size(2), x.size(3)});
+  return ops::zero_tail_frames(planes, plane_lengths.to(x.device())).view(x.shape());
 }
 
 Tensor to_model(const Tensor& x, DType dtype, Device device) {
@@ -49,7 +43,8 @@ Tensor to_model(const Tensor& x, DType dtype, Device device) {
 
 DwStridingSubsampling::DwStridingSubsampling(const FastConformerEncoderConfig& c)
     : Module("ConvSubsampling"),
-      stages_(static_cast<int64_t>(std::lround(std::log2(c.subsampling_factor)))) {
+      stages_(static_cast<int64_t>(std::lround(std::log2(c.subsampling_factor)))),
+      channels_(c.subsampling_conv_channels) {
   const int64_t channels = c.subsampling_conv_channels;
   // NeMo's Sequential: conv 0, ReLU 1, then (depthwise, pointwise, ReLU) per
   // further stage: depthwise at 2 + 3i, pointwise at 3 + 3i.
@@ -75,31 +70,36 @@ int64_t DwStridingSubsampling::output_frames(int64_t input_frames) const {
   return frames;
 }
 
-Tensor DwStridingSubsampling::forward(const Tensor& x, std::span<const int64_t> lengths,
-                                      std::vector<int64_t>& out_lengths) const {
+std::vector<std::vector<int64_t>> DwStridingSubsampling::stage_lengths(
+    std::span<const int64_t> lengths) const {
+  std::vector<std::vector<int64_t>> stages{{lengths.begin(), lengths.end()}};
+  for (int64_t i = 0; i < stages_; ++i) {
+    std::vector<int64_t> next = stages.back();
+    for (int64_t& n : next) n = stage_frames(n);
+    stages.push_back(std::move(next));
+  }
+  return stages;
+}
+
+Tensor DwStridingSubsampling::forward(const Tensor& x,
+                                      std::span<const Tensor> plane_lengths) const {
   OASR_CHECK(x.dim() == 3, kInvalidArgument, path(), ": features must be [B, T, F], got ",
              shape_str(x.shape()));
-  std::vector<int64_t> current(lengths.begin(), lengths.end());
-  const auto next_lengths = [&] {
-    for (int64_t& n : current) n = stage_frames(n);
-  };
-  Tensor y = zero_padded_frames_nchw(x.unsqueeze(1), current);  // [B, 1, T, F]
-  y = first_->forward(y);
-  next_lengths();
-  y = zero_padded_frames_nchw(y, current);
+  OASR_CHECK(static_cast<int64_t>(plane_lengths.size()) == stages_ + 1, kInternal, path(), ": ",
+             plane_lengths.size(), " stages of plane lengths for ", stages_ + 1);
+  Tensor y = zero_padded_frames_nchw(x.unsqueeze(1), plane_lengths[0]);  // [B, 1, T, F]
+  y = zero_padded_frames_nchw(first_->forward(y), plane_lengths[1]);
   ops::activation_inplace(y, Activation::kRelu);
   for (size_t i = 0; i < depthwise_.size(); ++i) {
-    y = depthwise_[i]->forward(y);
-    next_lengths();
-    y = zero_padded_frames_nchw(y, current);
-    y = zero_padded_frames_nchw(pointwise_[i]->forward(y), current);
+    const Tensor& lengths = plane_lengths[i + 2];
+    y = zero_padded_frames_nchw(depthwise_[i]->forward(y), lengths);
+    y = zero_padded_frames_nchw(pointwise_[i]->forward(y), lengths);
     ops::activation_inplace(y, Activation::kRelu);
   }
   // [B, C, T', F'] -> [B, T', C * F'], channel-major within a frame.
   const int64_t batch = y.size(0);
   const int64_t frames = y.size(2);
   const Tensor flat = y.transpose(1, 2).contiguous().view({batch, frames, y.size(1) * y.size(3)});
-  out_lengths = current;
   return out_->forward(flat);
 }
 
@@ -242,6 +242,19 @@ Tensor FastConformerEncoder::relative_positions(int64_t frames) const {
   return table;
 }
 
+Tensor FastConformerEncoder::encode(const std::vector<Tensor>& in) const {
+  const Device device = this->device();
+  Tensor x = pre_encode_->forward(in[0], std::span<const Tensor>(in).subspan(4));
+  if (config_.xscaling) {
+    x = ops::scale(x, static_cast<float>(std::sqrt(static_cast<double>(config_.d_model))));
+  }
+  // Eager runs (the CPU, graphs off) get the host mask and lengths as given.
+  const Tensor mask = in[2].defined() ? in[2].to(device) : Tensor();
+  const Tensor valid_lengths = in[3].defined() ? in[3].to(device) : Tensor();
+  for (const auto& layer : layers_) x = layer->forward(x, mask, in[1], valid_lengths);
+  return x;
+}
+
 FastConformerEncoder::Output FastConformerEncoder::forward(const Tensor& feats,
                                                            std::span<const int64_t> lengths) const {
   OASR_CHECK(feats.dim() == 3 && feats.size(2) == config_.feat_in, kInvalidArgument, path(),
@@ -252,20 +265,16 @@ FastConformerEncoder::Output FastConformerEncoder::forward(const Tensor& feats,
     OASR_CHECK(n >= 1 && n <= feats.size(1), kInvalidArgument, path(), ": a row length of ", n,
                " outside [1, ", feats.size(1), "]");
   }
-  const int64_t frames_out = pre_encode_->output_frames(feats.size(1));
-  OASR_CHECK(frames_out <= config_.pos_emb_max_len, kInvalidArgument, path(), ": ", frames_out,
+  const int64_t frames = pre_encode_->output_frames(feats.size(1));
+  OASR_CHECK(frames <= config_.pos_emb_max_len, kInvalidArgument, path(), ": ", frames,
              " encoder frames are more than the position table's ", config_.pos_emb_max_len,
              " (encoder.pos_emb_max_len); split the audio");
   const DType dtype = this->dtype();
   const Device device = this->device();
+  const int64_t batch = feats.size(0);
+  const std::vector<std::vector<int64_t>> stages = pre_encode_->stage_lengths(lengths);
   Output output;
-  Tensor x = pre_encode_->forward(to_model(feats, dtype, device), lengths, output.lengths);
-  const int64_t batch = x.size(0);
-  const int64_t frames = x.size(1);
-  if (config_.xscaling) {
-    x = ops::scale(x, static_cast<float>(std::sqrt(static_cast<double>(config_.d_model))));
-  }
-  const Tensor pos_emb = to_model(relative_positions(frames), dtype, device);
+  output.lengths = stages.back();
   Tensor mask;
   Tensor valid_lengths;
   if (any_padding(output.lengths, frames)) {
@@ -274,13 +283,36 @@ FastConformerEncoder::Output FastConformerEncoder::forward(const Tensor& feats,
     for (int64_t b = 0; b < batch; ++b) {
       std::fill(m + b * frames, m + b * frames + output.lengths[static_cast<size_t>(b)], 1);
     }
-    mask = host_mask.to(device);
-    Tensor host_lengths = Tensor::empty({batch}, DType::kI64);
-    std::copy(output.lengths.begin(), output.lengths.end(), host_lengths.data<int64_t>());
-    valid_lengths = host_lengths.to(device);
+    mask = host_mask;
+    valid_lengths = Tensor::from_vector(output.lengths, {batch});
   }
-  for (const auto& layer : layers_) x = layer->forward(x, mask, pos_emb, valid_lengths);
-  output.out = x;
+  std::vector<Tensor> inputs = {to_model(feats, dtype, device),
+                                to_model(relative_positions(frames), dtype, device), mask,
+                                valid_lengths};
+  // Which stages are padded decides which masking kernels run: it is part of
+  // the graph's key.
+  std::string key = "fastconformer_encoder padded stages";
+  int64_t stage_frames_count = feats.size(1);
+  for (int64_t s = 0; s <= pre_encode_->stages(); ++s) {
+    if (s > 0) stage_frames_count = stage_frames(stage_frames_count);
+    const std::vector<int64_t>& valid = stages[static_cast<size_t>(s)];
+    if (!any_padding(valid, stage_frames_count)) {
+      inputs.emplace_back();
+      continue;
+    }
+    key += " " + std::to_string(s);
+    const int64_t planes = s == 0 ? 1 : pre_encode_->channels();
+    std::vector<int64_t> per_plane;
+    per_plane.reserve(static_cast<size_t>(batch * planes));
+    for (int64_t b = 0; b < batch; ++b) {
+      per_plane.insert(per_plane.end(), static_cast<size_t>(planes), valid[static_cast<size_t>(b)]);
+    }
+    inputs.push_back(Tensor::from_vector(per_plane, {batch * planes}));
+  }
+  const DeviceWork work = [this](const std::vector<Tensor>& in) {
+    return std::vector<Tensor>{encode(in)};
+  };
+  output.out = graphs_->run(key, device, work, inputs).front();
   return output;
 }
 

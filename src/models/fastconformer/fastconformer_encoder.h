@@ -14,6 +14,7 @@
 #include <span>
 #include <vector>
 
+#include "core/device_graph_cache.h"
 #include "layers/attention.h"
 #include "layers/conv.h"
 #include "layers/feed_forward.h"
@@ -32,15 +33,24 @@ namespace oasr::models {
 class DwStridingSubsampling : public Module {
  public:
   DwStridingSubsampling(const FastConformerEncoderConfig& config);
-  // x [B, T, F] (features, served dtype) with per-row valid lengths ->
-  // [B, T', D]; `out_lengths` gets the rows' valid output frames.
-  Tensor forward(const Tensor& x, std::span<const int64_t> lengths,
-                 std::vector<int64_t>& out_lengths) const;
+
+  // Each stage's valid frames per row (NeMo's calc_length): entry 0 the
+  // input's `lengths`, entry i the i-th stride-2 stage's.
+  std::vector<std::vector<int64_t>> stage_lengths(std::span<const int64_t> lengths) const;
+  // x [B, T, F] (features, served dtype) -> [B, T', D]. plane_lengths[i]
+  // holds stage i's valid frames per NCHW plane (int64 [B * planes]: one
+  // plane per row at the input, `channels` per row after a stage, row-major),
+  // or is undefined where no row is padded at that stage; read by the device
+  // only, so a recorded graph replays them.
+  Tensor forward(const Tensor& x, std::span<const Tensor> plane_lengths) const;
   // NeMo's calc_length per stride-2 stage.
   int64_t output_frames(int64_t input_frames) const;
+  int64_t stages() const { return stages_; }
+  int64_t channels() const { return channels_; }
 
  private:
   int64_t stages_;  // log2(subsampling_factor)
+  int64_t channels_;
   std::shared_ptr<layers::Conv2d> first_;
   std::vector<std::shared_ptr<layers::DepthwiseConv2d>> depthwise_;
   std::vector<std::shared_ptr<layers::Conv2d>> pointwise_;
@@ -117,8 +127,14 @@ class FastConformerEncoder : public Module {
   }
   DType dtype() const;
   Device device() const;
+  // On CUDA each input shape's forward is recorded once and replayed
+  // (core/device_graph_cache.h; OASR_CUDA_GRAPHS=0 turns it off).
+  DeviceGraphCache::Stats graph_stats() const { return graphs_->stats(); }
 
  private:
+  // The recorded work: features, positions, attention mask, valid lengths,
+  // then the subsampling's plane lengths (forward's inputs).
+  Tensor encode(const std::vector<Tensor>& inputs) const;
   // Relative positions T-1 .. -(T-1) as NeMo's RelPositionalEncoding rows:
   // [1, 2T - 1, D] float32 on the host.
   Tensor relative_positions(int64_t frames) const;
@@ -127,6 +143,7 @@ class FastConformerEncoder : public Module {
   std::shared_ptr<DwStridingSubsampling> pre_encode_;
   std::vector<std::shared_ptr<FastConformerLayer>> layers_;
   std::vector<float> frequencies_;  // NeMo's div_term, float32
+  std::unique_ptr<DeviceGraphCache> graphs_ = std::make_unique<DeviceGraphCache>();
 };
 
 }  // namespace oasr::models
