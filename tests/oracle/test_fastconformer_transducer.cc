@@ -260,8 +260,9 @@ TEST(FastConformerTransducerOracle, RefusesUnservedTransducersByName) {
   EXPECT_NE(why.find("joint.jointnet.activation"), std::string::npos) << why;
   why = refusal_after("rnnt", "normalization_mode: null", "normalization_mode: layer");
   EXPECT_NE(why.find("decoder.normalization_mode"), std::string::npos) << why;
+  // A hybrid's auxiliary head must be a ConvASRDecoder.
   why = refusal_after("rnnt", "optim: null", "aux_ctc:\n  decoder: {}\noptim: null");
-  EXPECT_NE(why.find("aux_ctc"), std::string::npos) << why;
+  EXPECT_NE(why.find("aux_ctc.decoder._target_"), std::string::npos) << why;
   why = refusal_after("tdt", "  num_extra_outputs: 5", "  num_extra_outputs: 4");
   EXPECT_NE(why.find("joint.num_extra_outputs"), std::string::npos) << why;
   why = refusal_after("rnnt", "pred_hidden: 32\n    pred_rnn_layers",

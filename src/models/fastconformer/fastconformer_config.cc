@@ -164,22 +164,39 @@ FastConformerEncoderConfig parse_encoder(const Section& s) {
   return e;
 }
 
-void parse_ctc_head(const Section& top, FastConformerConfig& config) {
-  const Section decoder = top.child("decoder");
+// A ConvASRDecoder section (a CTC head): its vocabulary, after checking its
+// class and sizes.
+std::vector<std::string> parse_conv_asr_decoder(const Section& decoder,
+                                                const FastConformerConfig& config) {
   const std::string decoder_target = decoder.get<std::string>("_target_", "");
   OASR_CHECK(decoder_target.find("ConvASRDecoder") != std::string::npos, kUnsupported,
              decoder.where("_target_"), ": ", decoder_target,
-             " is not served (a CTC model's head is ConvASRDecoder; a transducer's config also "
-             "has a joint)");
-  config.head = FastConformerHead::kCtc;
+             " is not served (a CTC head is ConvASRDecoder; a transducer's config also has a "
+             "joint)");
   const int64_t feat_in = decoder.get<int64_t>("feat_in", config.encoder.d_model);
   OASR_CHECK(feat_in == config.encoder.d_model, kCorruptFile, decoder.where("feat_in"), ": ",
              feat_in, " does not match encoder.d_model ", config.encoder.d_model);
-  config.vocabulary = decoder.get<std::vector<std::string>>("vocabulary");
+  auto vocabulary = decoder.get<std::vector<std::string>>("vocabulary");
   const int64_t classes = decoder.get<int64_t>("num_classes");
-  OASR_CHECK(classes == static_cast<int64_t>(config.vocabulary.size()) && classes > 0, kCorruptFile,
-             decoder.where("num_classes"), ": ", classes, " does not match the ",
-             config.vocabulary.size(), " entries of decoder.vocabulary");
+  OASR_CHECK(classes == static_cast<int64_t>(vocabulary.size()) && classes > 0, kCorruptFile,
+             decoder.where("num_classes"), ": ", classes, " does not match the ", vocabulary.size(),
+             " entries of ", decoder.where("vocabulary"));
+  return vocabulary;
+}
+
+void parse_ctc_head(const Section& top, FastConformerConfig& config) {
+  config.head = FastConformerHead::kCtc;
+  config.vocabulary = parse_conv_asr_decoder(top.child("decoder"), config);
+}
+
+// A hybrid model's second head (EncDecHybridRNNTCTCBPEModel's aux_ctc): a
+// CTC decoder over the same vocabulary as the transducer.
+void parse_aux_ctc(const Section& top, FastConformerConfig& config) {
+  const Section decoder = top.child("aux_ctc").child("decoder");
+  OASR_CHECK(parse_conv_asr_decoder(decoder, config) == config.vocabulary, kCorruptFile,
+             decoder.where("vocabulary"), " differs from ", config.vocabulary_key,
+             "; a hybrid model's two heads share one vocabulary");
+  config.has_aux_ctc = true;
 }
 
 // RNNTDecoder + RNNTJoint (EncDecRNNTBPEModel), TDT when the loss is "tdt".
@@ -287,13 +304,12 @@ FastConformerConfig parse_fastconformer_config(const std::string& text,
              top.where("encoder.feat_in"), ": ", config.encoder.feat_in,
              " does not match preprocessor.features ", config.preprocessor.features);
 
-  OASR_CHECK(!top.has("aux_ctc"), kUnsupported, top.where("aux_ctc"), ": ",
-             config.target.empty() ? "this hybrid model" : config.target,
-             " carries both a transducer and a CTC head (hybrid RNN-T / CTC), which is not "
-             "served yet");
   if (top.has("joint")) {
     parse_transducer(top, config);
+    if (top.has("aux_ctc")) parse_aux_ctc(top, config);
   } else {
+    OASR_CHECK(!top.has("aux_ctc"), kCorruptFile, top.where("aux_ctc"),
+               ": an auxiliary CTC head without a transducer (no joint) is not a NeMo model");
     parse_ctc_head(top, config);
   }
   const Section tokenizer = top.child("tokenizer");

@@ -63,6 +63,10 @@ struct FastConformerConfig {
   FastConformerHead head = FastConformerHead::kCtc;
   FastConformerTransducerConfig transducer;  // kRnnt, kTdt
   bool is_transducer() const { return head != FastConformerHead::kCtc; }
+  // A hybrid transducer (EncDecHybridRNNTCTCBPEModel) also has aux_ctc's CTC
+  // head ("ctc_decoder."), over the same vocabulary.
+  bool has_aux_ctc = false;
+  bool has_ctc_head() const { return !is_transducer() || has_aux_ctc; }
   // The output vocabulary in id order (decoder.vocabulary, or
   // joint.vocabulary for a transducer); blank is the id after the last.
   std::vector<std::string> vocabulary;
@@ -76,7 +80,7 @@ struct FastConformerConfig {
 // Parses `text` (the yaml's contents; `file` names it in messages). Refuses,
 // naming the key and what is served: a missing key that has no NeMo default,
 // an unknown subsampling / self_attention_model / conv_norm_type / decoder
-// class, a multi-blank transducer, a hybrid RNN-T / CTC model, limited-context (cache-aware
+// class, a multi-blank transducer, limited-context (cache-aware
 // streaming) attention, tied position biases (untie_biases: false), and
 // values out of range.
 FastConformerConfig parse_fastconformer_config(const std::string& text,

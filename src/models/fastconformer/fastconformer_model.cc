@@ -10,9 +10,22 @@ namespace {
 
 // The class NeMo saved (cfg.target's last component), else the one the head implies.
 std::string model_type_name(const FastConformerConfig& config) {
-  if (config.target.empty())
-    return config.is_transducer() ? "EncDecRNNTBPEModel" : "EncDecCTCModelBPE";
+  if (config.target.empty()) {
+    if (!config.is_transducer()) return "EncDecCTCModelBPE";
+    return config.has_aux_ctc ? "EncDecHybridRNNTCTCBPEModel" : "EncDecRNNTBPEModel";
+  }
   return config.target.substr(config.target.rfind('.') + 1);  // npos + 1 == 0
+}
+
+// NeMo's ConvASRDecoder: decoder_layers.0, a kernel-1 Conv1d to vocabulary + blank.
+std::shared_ptr<layers::PointwiseConv1d> register_conv_asr_decoder(Module& parent,
+                                                                   const std::string& name,
+                                                                   const FastConformerConfig& c) {
+  auto decoder = parent.register_module(name, std::make_shared<Module>("ConvASRDecoder"));
+  auto decoder_layers =
+      decoder->register_module("decoder_layers", std::make_shared<Module>("Sequential"));
+  return decoder_layers->register_module(
+      "0", std::make_shared<layers::PointwiseConv1d>(c.encoder.d_model, c.blank_id() + 1, true));
 }
 
 }  // namespace
@@ -20,22 +33,18 @@ std::string model_type_name(const FastConformerConfig& config) {
 FastConformerModel::FastConformerModel(const FastConformerConfig& config)
     : Module(model_type_name(config)), config_(config) {
   encoder_ = register_module("encoder", std::make_shared<FastConformerEncoder>(config.encoder));
-  if (config.is_transducer()) {
-    predictor_ = register_module("decoder", std::make_shared<RnntPredictor>(config));
-    joint_ = register_module("joint", std::make_shared<RnntJoint>(config));
+  if (!config.is_transducer()) {
+    ctc_head_ = register_conv_asr_decoder(*this, "decoder", config);
     return;
   }
-  auto decoder = register_module("decoder", std::make_shared<Module>("ConvASRDecoder"));
-  auto decoder_layers =
-      decoder->register_module("decoder_layers", std::make_shared<Module>("Sequential"));
-  ctc_head_ = decoder_layers->register_module(
-      "0", std::make_shared<layers::PointwiseConv1d>(config.encoder.d_model, config.blank_id() + 1,
-                                                     true));
+  predictor_ = register_module("decoder", std::make_shared<RnntPredictor>(config));
+  joint_ = register_module("joint", std::make_shared<RnntJoint>(config));
+  if (config.has_aux_ctc) ctc_head_ = register_conv_asr_decoder(*this, "ctc_decoder", config);
 }
 
 Tensor FastConformerModel::ctc_log_probs(const Tensor& encoded) const {
   OASR_CHECK(ctc_head_ != nullptr, kInvalidArgument, "this ", type_name(),
-             " has a transducer head, not a CTC head");
+             " has a transducer head and no CTC head");
   return ops::log_softmax(ctc_head_->forward(encoded), -1).to(Device::cpu()).to(DType::kF32);
 }
 

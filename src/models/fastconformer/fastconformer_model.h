@@ -3,7 +3,9 @@
 // ("decoder.decoder_layers.0", ConvASRDecoder: a kernel-1 Conv1d from
 // d_model to vocabulary + blank, then log_softmax) or the transducer head of
 // EncDecRNNTBPEModel ("decoder." predictor and "joint.", transducer_head.h),
-// RNN-T or TDT. Its quantization layout and load sequence.
+// RNN-T or TDT, and for a hybrid (EncDecHybridRNNTCTCBPEModel) also
+// aux_ctc's CTC head ("ctc_decoder.decoder_layers.0"). Its quantization
+// layout and load sequence.
 #pragma once
 
 #include <cstdint>
@@ -34,7 +36,7 @@ class FastConformerModel : public Module {
   FastConformerEncoder::Output encode(const Tensor& feats, std::span<const int64_t> lengths) const {
     return encoder_->forward(feats, lengths);
   }
-  // CTC models: the head's log-probabilities, float32 [B, T', vocabulary + 1]
+  // CTC models and hybrids: the CTC head's log-probabilities, float32 [B, T', vocabulary + 1]
   // on the host.
   Tensor ctc_log_probs(const Tensor& encoded) const;
 
@@ -42,7 +44,7 @@ class FastConformerModel : public Module {
     Tensor log_probs;              // float32 [B, T', vocabulary + 1] on the host
     std::vector<int64_t> lengths;  // valid frames per row
   };
-  // CTC models: encode, then the head.
+  // CTC models and hybrids: encode, then the CTC head.
   Output forward(const Tensor& feats, std::span<const int64_t> lengths) const;
 
   const FastConformerConfig& config() const { return config_; }
@@ -54,7 +56,7 @@ class FastConformerModel : public Module {
  private:
   FastConformerConfig config_;
   std::shared_ptr<FastConformerEncoder> encoder_;
-  std::shared_ptr<layers::PointwiseConv1d> ctc_head_;  // CTC
+  std::shared_ptr<layers::PointwiseConv1d> ctc_head_;  // CTC, hybrid
   std::shared_ptr<RnntPredictor> predictor_;           // RNN-T, TDT
   std::shared_ptr<RnntJoint> joint_;                   // RNN-T, TDT
 };

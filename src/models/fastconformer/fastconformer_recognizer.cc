@@ -37,7 +37,8 @@ std::vector<DecodeOptionSpec> fastconformer_decode_options() {
   method.kind = DecodeValueKind::kText;
   method.help =
       "the search, NeMo's greedy_batch for the checkpoint's head: ctc_greedy_search (CTC), "
-      "transducer_greedy_search (RNN-T, TDT: label-looping, max_symbols from the checkpoint)";
+      "transducer_greedy_search (RNN-T, TDT: label-looping, max_symbols from the checkpoint); "
+      "a hybrid transducer / CTC checkpoint takes either";
   method.default_text = "the head's greedy search";
   method.choices = {kCtcGreedy, kTransducerGreedy};
   method.aliases = {"decoding_method"};
@@ -83,12 +84,14 @@ DecodeOptions FastConformerRecognizer::resolve_decode(const DecodeOverrides& o) 
   const models::FastConformerConfig& config = source_.config;
   const char* own = config.is_transducer() ? kTransducerGreedy : kCtcGreedy;
   const std::string method = o.find<std::string>(kDecodeMethodKey).value_or(own);
-  if (method != own) {
+  // A hybrid's CTC head is the other method it takes.
+  const bool hybrid_ctc = config.has_aux_ctc && method == kCtcGreedy;
+  if (method != own && !hybrid_ctc) {
     const std::string owners = models::architectures_taking(method);
     OASR_THROW(kInvalidArgument, "decode method '", method, "' is not a method of this NeMo ",
                head_name(config), " checkpoint",
                owners.empty() ? std::string() : " (" + owners + " checkpoints take it)",
-               "; it takes ", own);
+               "; it takes ", own, config.has_aux_ctc ? std::string(" or ") + kCtcGreedy : "");
   }
   for (const auto& [key, value] : o.items()) {
     (void)value;
@@ -107,18 +110,19 @@ Tensor FastConformerRecognizer::features(Waveform samples) const {
 std::vector<Transcript> FastConformerRecognizer::transcribe(std::span<const Waveform> utterances,
                                                             const DecodeOptions& options,
                                                             int64_t max_batch_size) const {
-  (void)options;  // one method, greedy
+  // Greedy on the transducer head, or on the CTC head (CTC and hybrid models).
+  const bool use_ctc = options.get<std::string>(kDecodeMethodKey) == kCtcGreedy;
   std::vector<Tensor> feats(utterances.size());
   ops::parallel_for_rethrowing(static_cast<int64_t>(utterances.size()), [&](int64_t i) {
     feats[static_cast<size_t>(i)] = features(utterances[static_cast<size_t>(i)]);
   });
   return transcribe_in_length_buckets(feats, max_batch_size, [&](const std::vector<Tensor>& batch) {
-    return transcribe_batch(batch);
+    return transcribe_batch(batch, use_ctc);
   });
 }
 
-std::vector<Transcript> FastConformerRecognizer::transcribe_batch(
-    const std::vector<Tensor>& feats) const {
+std::vector<Transcript> FastConformerRecognizer::transcribe_batch(const std::vector<Tensor>& feats,
+                                                                  bool use_ctc) const {
   const int64_t batch = static_cast<int64_t>(feats.size());
   int64_t max_frames = 0;
   for (const Tensor& f : feats) max_frames = std::max(max_frames, f.size(0));
@@ -130,8 +134,7 @@ std::vector<Transcript> FastConformerRecognizer::transcribe_batch(
     lengths[static_cast<size_t>(b)] = feats[b].size(0);
   }
   const models::FastConformerEncoder::Output encoded = model_->encode(padded, lengths);
-  return source_.config.is_transducer() ? transducer_transcripts(encoded)
-                                        : ctc_transcripts(encoded);
+  return use_ctc ? ctc_transcripts(encoded) : transducer_transcripts(encoded);
 }
 
 std::vector<Transcript> FastConformerRecognizer::ctc_transcripts(

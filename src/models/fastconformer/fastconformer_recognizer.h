@@ -41,8 +41,10 @@ class FastConformerRecognizer final : public Recognizer {
   Tensor features(Waveform samples) const;
 
  private:
-  std::vector<Transcript> transcribe_batch(const std::vector<Tensor>& feats) const;
-  // The head's greedy search over one encoded batch.
+  // use_ctc: the CTC head's greedy search (CTC models, and hybrids asked
+  // for ctc_greedy_search), else the transducer's.
+  std::vector<Transcript> transcribe_batch(const std::vector<Tensor>& feats, bool use_ctc) const;
+  // A head's greedy search over one encoded batch.
   std::vector<Transcript> ctc_transcripts(
       const models::FastConformerEncoder::Output& encoded) const;
   std::vector<Transcript> transducer_transcripts(

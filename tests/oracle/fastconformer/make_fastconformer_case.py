@@ -326,9 +326,9 @@ def main():
     parser = argparse.ArgumentParser()
     parser.add_argument("--out", required=True)
     parser.add_argument("--seed", type=int, default=7)
-    parser.add_argument("--heads", default="ctc,ctc_timestamps,rnnt,tdt",
+    parser.add_argument("--heads", default="ctc,ctc_timestamps,rnnt,tdt,hybrid",
                         help="which cases to (re)make, comma-separated: ctc, ctc_timestamps, "
-                             "rnnt, tdt")
+                             "rnnt, tdt, hybrid")
     args = parser.parse_args()
     heads = args.heads.split(",")
     os.makedirs(args.out, exist_ok=True)
@@ -339,6 +339,8 @@ def main():
             make_ctc(args, tmp)
         if "ctc_timestamps" in heads:
             make_ctc_timestamps(args, tmp)
+        if "hybrid" in heads:
+            make_hybrid(args, tmp, [load_audio(name) for name in UTTERANCES])
         transducers = [h for h in heads if h in ("rnnt", "tdt")]
         if transducers:
             audios = [load_audio(name) for name in UTTERANCES]
@@ -453,6 +455,99 @@ def make_ctc_timestamps(args, tmp):
     with open(os.path.join(args.out, "ctc_timestamps.json"), "w") as f:
         json.dump(out, f, indent=1)
     print(json.dumps(out)[:400])
+
+
+def ctc_fold(frames, blank):
+    """NeMo's decode_hypothesis rule: repeats collapsed, blanks dropped."""
+    ids, previous = [], blank
+    for p in frames:
+        if (p != previous or previous == blank) and p != blank:
+            ids.append(p)
+        previous = p
+    return ids
+
+
+def make_hybrid(args, tmp, audios):
+    """A hybrid TDT / CTC model (EncDecHybridRNNTCTCBPEModel, the
+    parakeet-tdt_ctc family): the TDT case's decoder and joint plus aux_ctc's
+    ConvASRDecoder on the same encoder. hybrid.safetensors per utterance
+    uNN: encoded, ctc_log_probs, tdt greedy / greedy_frames /
+    greedy_durations (NeMo's default head), ctc_greedy (its CTC decoding);
+    batch.tdt_greedy / batch.ctc_greedy / their lengths for the padded
+    batch. hybrid.json: texts and the smallest margins on the paths."""
+    from nemo.collections.asr.models import EncDecHybridRNNTCTCBPEModel
+
+    seed = args.seed + 3
+    torch.manual_seed(seed)
+    cfg = transducer_config(tmp, tdt=True)
+    cfg.aux_ctc = {"ctc_loss_weight": 0.3, "use_cer": False, "ctc_reduction": "mean_batch",
+                   "decoder": {"_target_": "nemo.collections.asr.modules.ConvASRDecoder",
+                               "feat_in": None, "num_classes": -1, "vocabulary": []},
+                   "decoding": {"strategy": "greedy_batch"}}
+    model = EncDecHybridRNNTCTCBPEModel(cfg=cfg)
+    randomize(model, seed)
+    model.eval()
+    with torch.no_grad():
+        first = torch.from_numpy(audios[0])[None]
+        feats, feat_len = model.preprocessor(input_signal=first,
+                                             length=torch.tensor([first.shape[1]]))
+        encoded, _ = model.encoder(audio_signal=feats, length=feat_len)
+        set_blank_bias(model, encoded[0].t(), True)
+    model.save_to(os.path.join(args.out, "hybrid.nemo"))
+    tensors, info = {}, {"utterances": {}, "torch": torch.__version__}
+    blank = model.ctc_decoding.blank_id
+    ctc_margins = []
+    with torch.no_grad():
+        for i, audio in enumerate(audios):
+            key = f"u{i:02d}"
+            signal = torch.from_numpy(audio)[None]
+            feats, feat_len = model.preprocessor(input_signal=signal,
+                                                 length=torch.tensor([signal.shape[1]]))
+            encoded, enc_len = model.encoder(audio_signal=feats, length=feat_len)
+            hyp = model.decoding.rnnt_decoder_predictions_tensor(
+                encoder_output=encoded, encoded_lengths=enc_len, return_hypotheses=True)[0]
+            enc = encoded[0, :, : int(enc_len[0])].t().contiguous()
+            tokens, frames, durations, tok_margin, dur_margin = replay_greedy(model, enc, True, 10)
+            assert tokens == as_ints(hyp.y_sequence), key
+            log_probs = model.ctc_decoder(encoder_output=encoded)
+            ctc_hyp = model.ctc_decoding.ctc_decoder_predictions_tensor(
+                log_probs, decoder_lengths=enc_len, return_hypotheses=True)[0]
+            ctc_ids = ctc_fold(as_ints(ctc_hyp.y_sequence), blank)
+            top2 = torch.topk(log_probs[0], 2, dim=-1).values
+            ctc_margins.append(float((top2[:, 0] - top2[:, 1]).min()))
+            tensors[f"{key}.encoded"] = enc
+            tensors[f"{key}.ctc_log_probs"] = log_probs[0].contiguous()
+            tensors[f"{key}.greedy"] = torch.tensor(tokens, dtype=torch.int64)
+            tensors[f"{key}.greedy_frames"] = torch.tensor(frames, dtype=torch.int64)
+            tensors[f"{key}.greedy_durations"] = torch.tensor(durations, dtype=torch.int64)
+            tensors[f"{key}.ctc_greedy"] = torch.tensor(ctc_ids, dtype=torch.int64)
+            info["utterances"][key] = {"text": hyp.text, "ctc_text": ctc_hyp.text,
+                                       "min_token_margin": tok_margin,
+                                       "min_duration_margin": dur_margin}
+        longest = max(len(a) for a in audios)
+        batch = torch.zeros(len(audios), longest)
+        for i, a in enumerate(audios):
+            batch[i, : len(a)] = torch.from_numpy(a)
+        feats, feat_len = model.preprocessor(
+            input_signal=batch, length=torch.tensor([len(a) for a in audios]))
+        encoded, enc_len = model.encoder(audio_signal=feats, length=feat_len)
+        hyps = model.decoding.rnnt_decoder_predictions_tensor(
+            encoder_output=encoded, encoded_lengths=enc_len, return_hypotheses=True)
+        rows = [as_ints(h.y_sequence) for h in hyps]
+        ctc_hyps = model.ctc_decoding.ctc_decoder_predictions_tensor(
+            model.ctc_decoder(encoder_output=encoded), decoder_lengths=enc_len,
+            return_hypotheses=True)
+        ctc_rows = [ctc_fold(as_ints(h.y_sequence)[: int(n)], blank)
+                    for h, n in zip(ctc_hyps, enc_len)]
+        for name, r in (("tdt_greedy", rows), ("ctc_greedy", ctc_rows)):
+            tensors[f"batch.{name}"] = torch.tensor(sum(r, []), dtype=torch.int64)
+            tensors[f"batch.{name}_lengths"] = torch.tensor([len(x) for x in r],
+                                                            dtype=torch.int64)
+    info["min_ctc_top2_margin"] = min(ctc_margins)
+    save_file(tensors, os.path.join(args.out, "hybrid.safetensors"))
+    with open(os.path.join(args.out, "hybrid.json"), "w") as f:
+        json.dump(info, f, indent=1)
+    print(json.dumps(info, indent=1))
 
 
 if __name__ == "__main__":
