@@ -40,7 +40,7 @@ def read_template(path):
     return members
 
 
-def scaled_shape(name, shape, old, new, layer_prefix):
+def scaled_shape(name, shape, old, new):
     """The template tensor's shape with each dimension that is a model size
     replaced by the preset's (each size is a distinct number in the
     template, checked in main)."""
@@ -57,12 +57,8 @@ def scaled_shape(name, shape, old, new, layer_prefix):
     }
     if name.startswith("decoder."):  # the CTC head keeps its classes
         return tuple(mapping[d] if i == 1 else d for i, d in enumerate(shape))
-    if "pre_encode.conv" in name and len(shape) == 4:  # [out, in, kh, kw]
-        return (mapping[shape[0]],) + ((mapping[shape[1]],) if shape[1] != 1 else (1,)) \
-            + tuple(shape[2:])
-    if "depthwise_conv.weight" in name:  # [C, 1, k]
-        return (mapping[shape[0]], 1, shape[2])
-    return tuple(mapping.get(d, d) if d not in (1,) else d for d in shape)
+    # Kernel sizes (1, 3, 9) are none of the sizes, so they stay.
+    return tuple(mapping.get(d, d) for d in shape)
 
 
 def random_tensor(torch, name, shape, generator):
@@ -120,12 +116,12 @@ def main():
         if name.startswith("preprocessor."):
             out_state[name] = tensor
             continue
-        shape = scaled_shape(name, tensor.shape, old, new, "")
+        shape = scaled_shape(name, tensor.shape, old, new)
         out_state[name] = random_tensor(torch, name, shape, generator)
     for layer in range(new["n_layers"]):
         for name in layer0:
             target = name.replace("encoder.layers.0.", f"encoder.layers.{layer}.", 1)
-            shape = scaled_shape(name, state[name].shape, old, new, "")
+            shape = scaled_shape(name, state[name].shape, old, new)
             out_state[target] = random_tensor(torch, target, shape, generator)
 
     enc.update(n_layers=new["n_layers"], d_model=new["d_model"], n_heads=new["n_heads"],

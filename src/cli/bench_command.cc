@@ -109,12 +109,6 @@ nlohmann::ordered_json time_oasr_encoder(const models::U2ppModel& model,
       times_ms.push_back(std::chrono::duration<double, std::milli>(stop - start).count());
     }
   }
-  // A CUDA graph's arena is its own allocation, outside the pool the peak
-  // counts, so this batch size's arena is added to the peak.
-  const DeviceGraphCache::Stats graphs = model.encoder().graph_stats();
-  const size_t arena_bytes = graphs.arena_bytes - before.arena_bytes;
-  int64_t peak_bytes = oasr::peak_memory_bytes(device);
-  if (peak_bytes >= 0) peak_bytes += static_cast<int64_t>(arena_bytes);
   const double median_ms = median(times_ms);
   nlohmann::ordered_json line;
   line["bench"] = "encoder";
@@ -128,18 +122,7 @@ nlohmann::ordered_json time_oasr_encoder(const models::U2ppModel& model,
   line["threads"] = ops::cpu_threads();
   line["quantization"] = quantization;
   line["dtype"] = dtype_name(served.served_dtype());
-  if (peak_bytes >= 0) line["peak_mem_mb"] = round3(static_cast<double>(peak_bytes) / (1 << 20));
-  if (device.is_cuda()) {
-    nlohmann::ordered_json graph;
-    // This batch size's calls (warm-up included).
-    graph["recorded"] = graphs.recorded - before.recorded;
-    graph["replayed"] = graphs.replayed - before.replayed;
-    graph["eager"] = graphs.eager - before.eager;
-    graph["declined"] = graphs.declined - before.declined;
-    graph["arena_mb"] = round3(static_cast<double>(arena_bytes) / (1 << 20));
-    if (!graphs.last_decline.empty()) graph["why_declined"] = graphs.last_decline;
-    line["cuda_graphs"] = graph;
-  }
+  add_memory_and_graphs(line, device, before, model.encoder().graph_stats());
   return line;
 }
 

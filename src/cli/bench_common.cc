@@ -151,4 +151,24 @@ Tensor random_features(int64_t batch, int64_t frames, int64_t bins, std::mt19937
   return feats;
 }
 
+void add_memory_and_graphs(nlohmann::ordered_json& line, Device device,
+                           const DeviceGraphCache::Stats& before,
+                           const DeviceGraphCache::Stats& after) {
+  const size_t arena_bytes = after.arena_bytes - before.arena_bytes;
+  const int64_t peak_bytes = oasr::peak_memory_bytes(device);
+  if (peak_bytes >= 0) {
+    line["peak_mem_mb"] =
+        round3(static_cast<double>(peak_bytes + static_cast<int64_t>(arena_bytes)) / (1 << 20));
+  }
+  if (!device.is_cuda()) return;
+  nlohmann::ordered_json graph;
+  graph["recorded"] = after.recorded - before.recorded;
+  graph["replayed"] = after.replayed - before.replayed;
+  graph["eager"] = after.eager - before.eager;
+  graph["declined"] = after.declined - before.declined;
+  graph["arena_mb"] = round3(static_cast<double>(arena_bytes) / (1 << 20));
+  if (!after.last_decline.empty()) graph["why_declined"] = after.last_decline;
+  line["cuda_graphs"] = graph;
+}
+
 }  // namespace oasr::cli

@@ -12,6 +12,8 @@
 #include <utility>
 #include <vector>
 
+#include "core/device.h"
+#include "core/device_graph_cache.h"
 #include "core/tensor.h"
 
 namespace oasr::cli {
@@ -30,6 +32,14 @@ std::vector<int64_t> parse_batch_sizes(const std::string& text);
 // log-mel features; an encoder's cost does not depend on them, the fixed
 // seed only makes runs repeatable.
 Tensor random_features(int64_t batch, int64_t frames, int64_t bins, std::mt19937& generator);
+
+// Adds a timed piece of work's "peak_mem_mb" (the device pool's peak since
+// the last reset_peak_memory, plus the graph arenas recorded between
+// `before` and `after`, which are their own allocations) and, on CUDA, its
+// "cuda_graphs" counts over the same calls.
+void add_memory_and_graphs(nlohmann::ordered_json& line, Device device,
+                           const DeviceGraphCache::Stats& before,
+                           const DeviceGraphCache::Stats& after);
 
 // Runs `command` (a shell line starting the baseline: `python` running
 // `script`) with its stderr captured to a temporary file. Every stdout line

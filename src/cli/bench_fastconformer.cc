@@ -97,24 +97,7 @@ nlohmann::ordered_json time_oasr(const models::FastConformerModel& model,
   line["threads"] = ops::cpu_threads();
   line["layers"] = model.config().encoder.n_layers;
   line["d_model"] = model.config().encoder.d_model;
-  // A graph's arena is its own allocation, outside the pool the peak counts.
-  const DeviceGraphCache::Stats graphs = model.encoder().graph_stats();
-  const size_t arena_bytes = graphs.arena_bytes - before.arena_bytes;
-  int64_t peak_bytes = oasr::peak_memory_bytes(device);
-  if (peak_bytes >= 0) {
-    peak_bytes += static_cast<int64_t>(arena_bytes);
-    line["peak_mem_mb"] = round3(static_cast<double>(peak_bytes) / (1 << 20));
-  }
-  if (device.is_cuda()) {
-    nlohmann::ordered_json graph;  // this batch size's calls, warm-up included
-    graph["recorded"] = graphs.recorded - before.recorded;
-    graph["replayed"] = graphs.replayed - before.replayed;
-    graph["eager"] = graphs.eager - before.eager;
-    graph["declined"] = graphs.declined - before.declined;
-    graph["arena_mb"] = round3(static_cast<double>(arena_bytes) / (1 << 20));
-    if (!graphs.last_decline.empty()) graph["why_declined"] = graphs.last_decline;
-    line["cuda_graphs"] = graph;
-  }
+  add_memory_and_graphs(line, device, before, model.encoder().graph_stats());
   return line;
 }
 

@@ -35,6 +35,7 @@
 #include "models/fastconformer/fastconformer_model.h"
 #include "models/fastconformer/fastconformer_recognizer.h"
 #include "models/fastconformer/nemo_source.h"
+#include "oracle/fastconformer/fixture_files.h"
 #include "quant/spec.h"
 #include "support/test_support.h"
 
@@ -44,7 +45,7 @@ namespace {
 using testing::int64_values;
 
 const char* const kHeads[] = {"ctc", "rnnt", "tdt", "hybrid"};
-const char* const kUtterances[] = {"u00", "u01", "u02"};
+const auto& kUtterances = testing::kNemoPrompts;
 
 struct DtypeTolerance {
   const char* dtype;
@@ -56,21 +57,13 @@ struct DtypeTolerance {
 const DtypeTolerance kDtypes[] = {{"float32", 2e-4f}, {"float16", 3e-2f}, {"bfloat16", 2.5e-1f}};
 
 const io::SafeTensorsFile& ctc_reference() {
-  static const io::SafeTensorsFile file =
-      io::SafeTensorsFile::open(testing::oracle_dir() / "reference.safetensors");
-  return file;
+  return testing::nemo_oracle_file("reference");
 }
-
 const io::SafeTensorsFile& transducer_reference() {
-  static const io::SafeTensorsFile file =
-      io::SafeTensorsFile::open(testing::oracle_dir() / "transducer.safetensors");
-  return file;
+  return testing::nemo_oracle_file("transducer");
 }
-
 const io::SafeTensorsFile& hybrid_reference() {
-  static const io::SafeTensorsFile file =
-      io::SafeTensorsFile::open(testing::oracle_dir() / "hybrid.safetensors");
-  return file;
+  return testing::nemo_oracle_file("hybrid");
 }
 
 // NeMo's encoder output of one utterance for a head's model.
@@ -88,15 +81,6 @@ std::vector<int64_t> nemo_greedy(const std::string& head, const std::string& utt
 
 std::filesystem::path checkpoint(const std::string& head) {
   return testing::oracle_dir() / (head + ".nemo");
-}
-
-std::vector<std::vector<float>> waves() {
-  std::vector<std::vector<float>> out;
-  for (const char* key : kUtterances) {
-    const Tensor audio = ctc_reference().get(std::string(key) + ".audio");
-    out.emplace_back(audio.data<float>(), audio.data<float>() + audio.numel());
-  }
-  return out;
 }
 
 // NeMo's features [F, T] as the encoder takes them: [1, T, F].
@@ -211,7 +195,7 @@ TEST(FastConformerCuda, PaddedBatchRowsAreTheirAloneBits) {
 
 TEST(FastConformerCuda, Float32TranscribesAsNemo) {
   OASR_SKIP_WITHOUT_CUDA();
-  const std::vector<std::vector<float>> audio = waves();
+  const std::vector<std::vector<float>> audio = testing::nemo_prompt_waves();
   for (const char* head : kHeads) {
     const DeviceRecognizer engine(device_engine(head, "float32"));
     const auto together = engine.transcribe(audio);
@@ -241,7 +225,7 @@ TEST(FastConformerCuda, Float32TranscribesAsNemo) {
 // keep NeMo's float32 tokens is printed.
 void expect_batch_invariant_tokens(const engine::EngineConfig& config, const std::string& head,
                                    const std::string& label) {
-  const std::vector<std::vector<float>> audio = waves();
+  const std::vector<std::vector<float>> audio = testing::nemo_prompt_waves();
   const DeviceRecognizer engine(config);
   const auto together = engine.transcribe(audio);
   ASSERT_EQ(together.size(), audio.size());

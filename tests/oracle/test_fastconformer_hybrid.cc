@@ -24,6 +24,7 @@
 #include "io/safetensors.h"
 #include "models/fastconformer/fastconformer_model.h"
 #include "models/fastconformer/nemo_source.h"
+#include "oracle/fastconformer/fixture_files.h"
 #include "oracle/fastconformer/unpacked_nemo.h"
 #include "support/test_support.h"
 
@@ -34,22 +35,10 @@ using nlohmann::json;
 using testing::int64_values;
 
 constexpr float kLogProbAtol = 2e-4f;
-const char* const kUtterances[] = {"u00", "u01", "u02"};
+const auto& kUtterances = testing::kNemoPrompts;
 
 std::filesystem::path checkpoint() {
   return testing::oracle_dir() / "hybrid.nemo";
-}
-
-const io::SafeTensorsFile& reference() {
-  static const io::SafeTensorsFile file =
-      io::SafeTensorsFile::open(testing::oracle_dir() / "hybrid.safetensors");
-  return file;
-}
-
-const io::SafeTensorsFile& ctc_case() {
-  static const io::SafeTensorsFile file =
-      io::SafeTensorsFile::open(testing::oracle_dir() / "reference.safetensors");
-  return file;
 }
 
 const json& summary() {
@@ -60,23 +49,14 @@ const json& summary() {
   return loaded;
 }
 
-std::vector<std::vector<float>> waves() {
-  std::vector<std::vector<float>> out;
-  for (const char* key : kUtterances) {
-    const Tensor audio = ctc_case().get(std::string(key) + ".audio");
-    out.emplace_back(audio.data<float>(), audio.data<float>() + audio.numel());
-  }
-  return out;
+const io::SafeTensorsFile& reference() {
+  return testing::nemo_oracle_file("hybrid");
 }
 
-// NeMo's padded batch: row i's tokens out of the concatenated rows.
+// NeMo's padded batch: row i's tokens.
 std::vector<int64_t> batch_row(const std::string& name, size_t row) {
-  const std::vector<int64_t> all = int64_values(reference().get("batch." + name));
-  const std::vector<int64_t> lengths = int64_values(reference().get("batch." + name + "_lengths"));
-  size_t offset = 0;
-  for (size_t i = 0; i < row; ++i) offset += static_cast<size_t>(lengths[i]);
-  return {all.begin() + static_cast<std::ptrdiff_t>(offset),
-          all.begin() + static_cast<std::ptrdiff_t>(offset + lengths[row])};
+  return testing::nemo_batch_row(int64_values(reference().get("batch." + name)),
+                                 int64_values(reference().get("batch." + name + "_lengths")), row);
 }
 
 TEST(FastConformerHybridOracle, ReadAsSavedWithBothHeads) {
@@ -102,7 +82,7 @@ TEST(FastConformerHybridOracle, TransducerHeadByDefault) {
   engine::EngineConfig config;
   config.ckpt_dir = checkpoint();
   engine::ASREngine engine(config);
-  const std::vector<std::vector<float>> audio = waves();
+  const std::vector<std::vector<float>> audio = testing::nemo_prompt_waves();
   const auto together = engine.transcribe(audio);
   for (size_t i = 0; i < audio.size(); ++i) {
     const std::string key = kUtterances[i];
@@ -128,7 +108,7 @@ TEST(FastConformerHybridOracle, CtcHeadOnRequest) {
   config.ckpt_dir = checkpoint();
   config.decode.set(engine::kDecodeMethodKey, "ctc_greedy_search");
   engine::ASREngine engine(config);
-  const std::vector<std::vector<float>> audio = waves();
+  const std::vector<std::vector<float>> audio = testing::nemo_prompt_waves();
   const auto together = engine.transcribe(audio);
   for (size_t i = 0; i < audio.size(); ++i) {
     const std::string key = kUtterances[i];

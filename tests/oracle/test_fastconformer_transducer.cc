@@ -28,6 +28,7 @@
 #include "models/fastconformer/fastconformer_model.h"
 #include "models/fastconformer/nemo_source.h"
 #include "ops/log_softmax.h"
+#include "oracle/fastconformer/fixture_files.h"
 #include "oracle/fastconformer/unpacked_nemo.h"
 #include "quantize/apply.h"
 #include "support/test_support.h"
@@ -38,10 +39,12 @@ namespace {
 namespace fs = std::filesystem;
 using nlohmann::json;
 using testing::int64_values;
+using testing::nemo_oracle_file;
+using testing::nemo_prompt_waves;
 
 constexpr float kEncodedAtol = 2e-4f;
 constexpr float kJointAtol = 2e-4f;
-const char* const kUtterances[] = {"u00", "u01", "u02"};
+const auto& kUtterances = testing::kNemoPrompts;
 const char* const kHeads[] = {"rnnt", "tdt"};
 
 struct Case {
@@ -61,35 +64,12 @@ const Case& the_case(const std::string& head) {
   return *c;
 }
 
-const io::SafeTensorsFile& reference() {
-  static const io::SafeTensorsFile file =
-      io::SafeTensorsFile::open(testing::oracle_dir() / "transducer.safetensors");
-  return file;
-}
-
-// The prompts' audio and features as the CTC case recorded them (the same
-// waveforms; the preprocessor configuration is the same).
-const io::SafeTensorsFile& ctc_reference() {
-  static const io::SafeTensorsFile file =
-      io::SafeTensorsFile::open(testing::oracle_dir() / "reference.safetensors");
-  return file;
-}
-
 const json& summary() {
   static const json loaded = [] {
     std::ifstream in(testing::oracle_dir() / "transducer.json");
     return json::parse(in);
   }();
   return loaded;
-}
-
-std::vector<std::vector<float>> waves() {
-  std::vector<std::vector<float>> out;
-  for (const char* key : kUtterances) {
-    const Tensor audio = ctc_reference().get(std::string(key) + ".audio");
-    out.emplace_back(audio.data<float>(), audio.data<float>() + audio.numel());
-  }
-  return out;
 }
 
 float max_abs_diff(const Tensor& a, const Tensor& b) {
@@ -116,11 +96,12 @@ TEST(FastConformerTransducerOracle, EncoderAndFirstJointStepMatchNemo) {
     const Case& c = the_case(head);
     for (const char* u : kUtterances) {
       const std::string key = std::string(head) + "." + u;
-      const Tensor features = ctc_reference().get(std::string(u) + ".features");
+      const Tensor features = nemo_oracle_file("reference").get(std::string(u) + ".features");
       const auto encoded = c.model->encode(features.transpose(0, 1).contiguous().unsqueeze(0),
                                            std::vector<int64_t>{features.size(1)});
       const Tensor enc = encoded.out.select(0, 0).contiguous();
-      const float enc_diff = max_abs_diff(enc, reference().get(key + ".encoded"));
+      const float enc_diff =
+          max_abs_diff(enc, nemo_oracle_file("transducer").get(key + ".encoded"));
       std::cout << key << ": encoder max |diff| " << enc_diff << "\n";
       EXPECT_LE(enc_diff, kEncodedAtol) << key;
       // <SOS> through the predictor, then the joint on frame 0; NeMo's joint
@@ -132,7 +113,8 @@ TEST(FastConformerTransducerOracle, EncoderAndFirstJointStepMatchNemo) {
       const Tensor f = c.model->joint().project_encoder(enc.narrow(0, 0, 1));
       const Tensor logits =
           ops::log_softmax(c.model->joint().joint_after_projection(f, g), -1).select(0, 0);
-      const float joint_diff = max_abs_diff(logits, reference().get(key + ".first_logits"));
+      const float joint_diff =
+          max_abs_diff(logits, nemo_oracle_file("transducer").get(key + ".first_logits"));
       std::cout << key << ": first joint step max |diff| " << joint_diff << "\n";
       EXPECT_LE(joint_diff, kJointAtol) << key;
     }
@@ -140,7 +122,7 @@ TEST(FastConformerTransducerOracle, EncoderAndFirstJointStepMatchNemo) {
 }
 
 TEST(FastConformerTransducerOracle, GreedySearchGivesNemosHypotheses) {
-  const std::vector<std::vector<float>> audio = waves();
+  const std::vector<std::vector<float>> audio = nemo_prompt_waves();
   for (const char* head : kHeads) {
     engine::EngineConfig config;
     config.ckpt_dir = testing::oracle_dir() / (std::string(head) + ".nemo");
@@ -148,26 +130,24 @@ TEST(FastConformerTransducerOracle, GreedySearchGivesNemosHypotheses) {
     const auto together = engine.transcribe(audio);
     // NeMo decoded the same three as one padded batch too.
     const std::vector<int64_t> batch_tokens =
-        int64_values(reference().get(std::string(head) + ".batch.greedy"));
+        int64_values(nemo_oracle_file("transducer").get(std::string(head) + ".batch.greedy"));
     const std::vector<int64_t> batch_lengths =
-        int64_values(reference().get(std::string(head) + ".batch.lengths"));
-    size_t offset = 0;
+        int64_values(nemo_oracle_file("transducer").get(std::string(head) + ".batch.lengths"));
     for (size_t i = 0; i < audio.size(); ++i) {
       const std::string key = std::string(head) + "." + kUtterances[i];
-      const std::vector<int64_t> expected = int64_values(reference().get(key + ".greedy"));
+      const std::vector<int64_t> expected =
+          int64_values(nemo_oracle_file("transducer").get(key + ".greedy"));
       EXPECT_EQ(together[i].tokens, expected) << key;
       EXPECT_EQ(together[i].text, summary().at(head).at("utterances").at(key).at("text")) << key;
-      const std::vector<int64_t> in_batch(
-          batch_tokens.begin() + static_cast<std::ptrdiff_t>(offset),
-          batch_tokens.begin() + static_cast<std::ptrdiff_t>(offset + batch_lengths[i]));
-      offset += static_cast<size_t>(batch_lengths[i]);
-      EXPECT_EQ(together[i].tokens, in_batch) << key << " against NeMo's padded batch";
+      EXPECT_EQ(together[i].tokens, testing::nemo_batch_row(batch_tokens, batch_lengths, i))
+          << key << " against NeMo's padded batch";
       // Token times: NeMo's frame of each token (80 ms frames) and, for TDT,
       // its predicted duration.
-      const std::vector<int64_t> frames = int64_values(reference().get(key + ".greedy_frames"));
+      const std::vector<int64_t> frames =
+          int64_values(nemo_oracle_file("transducer").get(key + ".greedy_frames"));
       std::vector<int64_t> durations(frames.size(), 1);
       if (std::string(head) == "tdt") {
-        durations = int64_values(reference().get(key + ".greedy_durations"));
+        durations = int64_values(nemo_oracle_file("transducer").get(key + ".greedy_durations"));
       }
       ASSERT_EQ(together[i].token_times.size(), frames.size()) << key;
       for (size_t k = 0; k < frames.size(); ++k) {
@@ -218,7 +198,7 @@ TEST(FastConformerTransducerOracle, QuantizedTdtStillDecodes) {
   config.ckpt_dir = testing::oracle_dir() / "tdt.nemo";
   config.quantization = quant::QuantizationConfig::from_options("int8_w8a8", {});
   engine::ASREngine engine(config);
-  const auto out = engine.transcribe(waves());
+  const auto out = engine.transcribe(nemo_prompt_waves());
   ASSERT_EQ(out.size(), 3u);
   for (const auto& t : out) EXPECT_EQ(t.token_times.size(), t.tokens.size());
   EXPECT_FALSE(engine.quantization_spec().layers.empty());

@@ -255,6 +255,14 @@ def set_blank_bias(model, encoded, tdt):
     model.joint.joint_net[-1].bias[blank] += shift
 
 
+def padded_audio(audios):
+    """The waveforms as one zero-padded [B, samples] batch."""
+    batch = torch.zeros(len(audios), max(len(a) for a in audios))
+    for i, a in enumerate(audios):
+        batch[i, : len(a)] = torch.from_numpy(a)
+    return batch
+
+
 def as_ints(v):
     return [int(x) for x in (v.tolist() if torch.is_tensor(v) else v)]
 
@@ -307,10 +315,7 @@ def make_transducer(args, tmp, head, audios, tensors, summary):
                 tensors[f"{key}.greedy_durations"] = torch.tensor(durations, dtype=torch.int64)
                 entry["min_duration_margin"] = dur_margin
             info["utterances"][key] = entry
-        longest = max(len(a) for a in audios)
-        batch = torch.zeros(len(audios), longest)
-        for i, a in enumerate(audios):
-            batch[i, : len(a)] = torch.from_numpy(a)
+        batch = padded_audio(audios)
         feats, feat_len = model.preprocessor(
             input_signal=batch, length=torch.tensor([len(a) for a in audios]))
         encoded, enc_len = model.encoder(audio_signal=feats, length=feat_len)
@@ -406,10 +411,7 @@ def make_ctc(args, tmp):
                 "feature_frames": int(feat_len[0]), "encoded_frames": int(enc_len[0]),
                 "greedy_text": hyp.text, "greedy_ids": ids}
         # The three together as one padded batch.
-        longest = max(len(a) for a in audios)
-        batch = torch.zeros(len(audios), longest)
-        for i, a in enumerate(audios):
-            batch[i, : len(a)] = torch.from_numpy(a)
+        batch = padded_audio(audios)
         lengths = torch.tensor([len(a) for a in audios])
         feats, feat_len = model.preprocessor(input_signal=batch, length=lengths)
         encoded, enc_len = model.encoder(audio_signal=feats, length=feat_len)
@@ -524,10 +526,7 @@ def make_hybrid(args, tmp, audios):
             info["utterances"][key] = {"text": hyp.text, "ctc_text": ctc_hyp.text,
                                        "min_token_margin": tok_margin,
                                        "min_duration_margin": dur_margin}
-        longest = max(len(a) for a in audios)
-        batch = torch.zeros(len(audios), longest)
-        for i, a in enumerate(audios):
-            batch[i, : len(a)] = torch.from_numpy(a)
+        batch = padded_audio(audios)
         feats, feat_len = model.preprocessor(
             input_signal=batch, length=torch.tensor([len(a) for a in audios]))
         encoded, enc_len = model.encoder(audio_signal=feats, length=feat_len)
